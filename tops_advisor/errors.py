@@ -1,0 +1,51 @@
+"""One exception hierarchy. The CLI prints ``str(error)`` (and ``error.hint``) on one line, no traceback."""
+
+from __future__ import annotations
+
+
+class TopsAdvisorError(Exception):
+    """Base of every error a user can cause. ``hint`` says what would be right."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
+class CatalogError(TopsAdvisorError):
+    """A hardware file or catalog directory is missing, malformed or invalid."""
+
+
+class UnknownHardwareError(CatalogError):
+    """No device matches the id or alias given."""
+
+
+class AmbiguousHardwareError(CatalogError):
+    """An alias matches several devices."""
+
+
+class ModelFileError(TopsAdvisorError):
+    """A model file cannot be loaded, built or run."""
+
+
+class CountingError(TopsAdvisorError):
+    """Counting a model failed (e.g. an unsupported operator under --strict)."""
+
+
+class UnsupportedPrecisionError(TopsAdvisorError):
+    """The device has no peak for the precision asked for."""
+
+
+class CalibrationError(TopsAdvisorError):
+    """A calibration file is missing, corrupt or does not match."""
+
+
+class InputError(TopsAdvisorError):
+    """A command-line value cannot be parsed (latency without units, bad batch list, ...)."""
+
+
+class ProbeError(TopsAdvisorError):
+    """Measuring the local device failed."""
+
+
+class LLMConfigError(TopsAdvisorError):
+    """An LLM config or preset is missing, incomplete or inconsistent."""

@@ -1,0 +1,113 @@
+"""What a model costs, independent of any hardware: per-operator operations, bytes and kernel launches.
+
+Counted once (by ``tops_advisor.counting`` from a PyTorch model, or built analytically by
+``tops_advisor.llm``), then predicted on any number of devices by ``tops_advisor.roofline``.
+Base units only: ``flops`` are operations (one multiply-add = 2), bytes are bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+# Operator kinds the roofline distinguishes (which unit does the work, which efficiency curve applies).
+OP_KINDS: tuple[str, ...] = (
+    "matmul",       # linear, matmul, bmm, einsum, addmm: tensor cores
+    "conv",         # convolution of every kind: tensor cores (implicit GEMM)
+    "attention",    # fused scaled-dot-product attention: tensor cores
+    "elementwise",  # activations, add, mul, casts: vector units, memory-bound
+    "norm",         # batch/layer/group/RMS norm
+    "softmax",
+    "reduction",    # sum, mean, max
+    "pool",         # max/avg/adaptive pooling
+    "embedding",    # gathers of table rows
+    "copy",         # cat, contiguous copies, layout changes, upsampling by copy
+    "other",
+)
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """The matrix product an operator runs: ``batch`` independent (m x k) @ (k x n) products.
+
+    Convolutions report their implicit GEMM (m = N*H_out*W_out, n = C_out/groups, k = C_in/groups*kh*kw,
+    batch = groups); attention reports its larger product (m = query length, n = key length,
+    k = head dim, batch = batch*heads).
+    """
+
+    m: int
+    n: int
+    k: int
+    batch: int = 1
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One operator call as counted: the unit of prediction."""
+
+    name: str                 # operator, e.g. "aten.convolution"
+    kind: str                 # one of OP_KINDS
+    module: str               # module path it came from, e.g. "layer1.0.conv1" ("" for the top level)
+    flops: float              # operations; one multiply-add = 2
+    bytes_read: float         # minimal traffic: each input read once (parameters included)
+    bytes_written: float      # each output written once
+    param_bytes: float = 0.0  # the part of bytes_read that is parameters (weights, biases, tables)
+    dtype: str = "fp32"       # precision the operator computes in ("fp16", "int8", ...)
+    kernels: int = 1          # GPU kernels it usually launches
+    gemm: GemmShape | None = None
+
+    @property
+    def bytes(self) -> float:
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def intensity(self) -> float:
+        """Operations per byte moved."""
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A whole model at one batch size and dtype, as a sequence of operators (in execution order)."""
+
+    name: str
+    batch: int
+    dtype: str
+    ops: tuple[OpRecord, ...]
+    params: int = 0                   # parameter count (elements)
+    param_bytes: float = 0.0          # parameter storage at this dtype
+    input_bytes: float = 0.0          # the example inputs
+    activation_peak_bytes: float = 0.0  # largest set of activations alive at once (estimate)
+    unsupported_ops: dict[str, int] = field(default_factory=dict)  # operator -> calls counted as zero
+    source: str = ""                  # the model file or LLM config it came from
+    notes: tuple[str, ...] = ()
+
+    @property
+    def flops(self) -> float:
+        return float(sum(op.flops for op in self.ops))
+
+    @property
+    def bytes(self) -> float:
+        return float(sum(op.bytes for op in self.ops))
+
+    @property
+    def kernels(self) -> int:
+        return int(sum(op.kernels for op in self.ops))
+
+    @property
+    def intensity(self) -> float:
+        b = self.bytes
+        return self.flops / b if b else float("inf")
+
+    def with_ops(self, ops: tuple[OpRecord, ...]) -> Workload:
+        return replace(self, ops=tuple(ops))
+
+    def model_dump(self) -> dict:
+        """Plain JSON-ready dict: totals first, then the per-operator records."""
+        ops = [asdict(op) for op in self.ops]
+        return {
+            "name": self.name, "batch": self.batch, "dtype": self.dtype, "source": self.source,
+            "flops": self.flops, "bytes": self.bytes, "params": self.params, "param_bytes": self.param_bytes,
+            "input_bytes": self.input_bytes, "activation_peak_bytes": self.activation_peak_bytes,
+            "kernels": self.kernels, "intensity": self.intensity if self.bytes else None,
+            "unsupported_ops": dict(self.unsupported_ops), "notes": list(self.notes), "ops": ops,
+        }
