@@ -1,0 +1,268 @@
+"""The roofline predictor: Workload x DevicePerf -> Prediction. Pure numpy, no torch.
+
+Per operator: time = max(operations / attainable compute, bytes / attainable bandwidth) + kernels x the
+per-kernel device cost. ``graph`` mode sums those (CUDA graphs: no host launch cost). ``eager`` mode also
+runs the host: each operator costs host time to launch, the device runs behind the host, and the model's
+latency is when the last kernel ends (the host can be the bottleneck at small batch).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from ..calibration import Calibration
+from ..catalog import Hardware
+from ..errors import InputError, UnsupportedPrecisionError
+from ..units import BYTES_PER_ELEMENT
+from ..workload import OP_KINDS, Workload
+from . import defaults as D
+from .device import DevicePerf, device_perf
+from .efficiency import gemm_efficiency
+
+Mode = Literal["graph", "eager"]
+MODES = ("graph", "eager")
+TENSOR_KINDS = ("matmul", "conv", "attention")
+BOUNDS = ("compute", "memory", "overhead")
+
+
+@dataclass(frozen=True)
+class OpPrediction:
+    name: str
+    kind: str
+    module: str
+    precision: str
+    flops: float
+    bytes: float
+    kernels: int
+    compute_s: float
+    memory_s: float
+    overhead_s: float
+    latency_s: float
+    bound: str
+
+    @property
+    def attainable_ops_per_s(self) -> float:
+        return self.flops / self.latency_s if self.latency_s else 0.0
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One workload on one device in one mode. Base units; ``model_dump`` adds the human ones."""
+
+    hardware: str
+    workload: str
+    batch: int
+    dtype: str
+    precision: str                 # the peak the utilisation refers to
+    mode: str
+    calibrated: bool
+    calibration_source: str
+    latency_s: float
+    device_time_s: float           # sum of per-operator device times
+    host_time_s: float             # eager: host launch time; graph: 0
+    flops: float
+    bytes: float
+    kernels: int
+    peak_ops_per_s: float          # datasheet dense peak at ``precision``
+    time_by_bound_s: dict[str, float]
+    bound: str
+    memory_required_bytes: float
+    memory_capacity_bytes: float
+    fits_memory: bool
+    assumptions: tuple[str, ...] = ()
+    _arrays: dict = field(default_factory=dict, repr=False, compare=False)
+    _workload_ref: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def throughput_per_s(self) -> float:
+        return self.batch / self.latency_s if self.latency_s else 0.0
+
+    @property
+    def attainable_ops_per_s(self) -> float:
+        return self.flops / self.latency_s if self.latency_s else 0.0
+
+    @property
+    def utilisation(self) -> float:
+        return self.attainable_ops_per_s / self.peak_ops_per_s if self.peak_ops_per_s else 0.0
+
+    @property
+    def ops(self) -> list[OpPrediction]:
+        """Per-operator predictions (built on demand: the vectorised path does not need them)."""
+        a = self._arrays
+        w: Workload = self._workload_ref
+        out = []
+        for i, op in enumerate(w.ops):
+            out.append(OpPrediction(
+                name=op.name, kind=op.kind, module=op.module, precision=a["precision"][i], flops=op.flops,
+                bytes=op.bytes, kernels=op.kernels, compute_s=float(a["compute"][i]),
+                memory_s=float(a["memory"][i]), overhead_s=float(a["overhead"][i]),
+                latency_s=float(a["device"][i]), bound=BOUNDS[int(a["bound"][i])]))
+        return out
+
+    def top_ops(self, n: int = 10) -> list[OpPrediction]:
+        return sorted(self.ops, key=lambda o: o.latency_s, reverse=True)[:n]
+
+    def model_dump(self, with_ops: bool = True) -> dict:
+        d = {
+            "hardware": self.hardware, "workload": self.workload, "batch": self.batch, "dtype": self.dtype,
+            "precision": self.precision, "mode": self.mode, "calibrated": self.calibrated,
+            "calibration_source": self.calibration_source,
+            "latency_ms": self.latency_s * 1e3, "throughput_per_s": self.throughput_per_s,
+            "attainable_tops": self.attainable_ops_per_s / 1e12, "peak_tops": self.peak_ops_per_s / 1e12,
+            "utilisation": self.utilisation, "bound": self.bound,
+            "time_by_bound_ms": {k: v * 1e3 for k, v in self.time_by_bound_s.items()},
+            "device_time_ms": self.device_time_s * 1e3, "host_time_ms": self.host_time_s * 1e3,
+            "flops": self.flops, "bytes": self.bytes, "kernels": self.kernels,
+            "fits_memory": self.fits_memory, "memory_required_gb": self.memory_required_bytes / 1e9,
+            "memory_capacity_gb": self.memory_capacity_bytes / 1e9, "assumptions": list(self.assumptions),
+        }
+        if with_ops:
+            d["ops"] = [{
+                "name": o.name, "kind": o.kind, "module": o.module, "precision": o.precision,
+                "flops": o.flops, "bytes": o.bytes, "kernels": o.kernels, "latency_ms": o.latency_s * 1e3,
+                "compute_ms": o.compute_s * 1e3, "memory_ms": o.memory_s * 1e3,
+                "overhead_ms": o.overhead_s * 1e3, "bound": o.bound,
+                "attainable_tops": o.attainable_ops_per_s / 1e12,
+            } for o in self.ops]
+        return d
+
+
+# --- workload arrays, computed once per workload ---------------------------------------------------------
+_ARRAYS: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def _arrays(w: Workload) -> dict:
+    hit = _ARRAYS.get(id(w))
+    if hit is not None and hit[0]() is w:
+        return hit[1]
+    ops = w.ops
+    kind_index = {k: i for i, k in enumerate(OP_KINDS)}
+    a = {
+        "flops": np.array([o.flops for o in ops], dtype=np.float64),
+        "bytes": np.array([o.bytes_read + o.bytes_written for o in ops], dtype=np.float64),
+        "kernels": np.array([o.kernels for o in ops], dtype=np.float64),
+        "kind": np.array([kind_index.get(o.kind, kind_index["other"]) for o in ops], dtype=np.int64),
+        "dtype": np.array([o.dtype for o in ops]),
+        "m": np.array([o.gemm.m if o.gemm else 0 for o in ops], dtype=np.float64),
+        "n": np.array([o.gemm.n if o.gemm else 0 for o in ops], dtype=np.float64),
+        "k": np.array([o.gemm.k if o.gemm else 0 for o in ops], dtype=np.float64),
+        "b": np.array([o.gemm.batch if o.gemm else 0 for o in ops], dtype=np.float64),
+    }
+    _ARRAYS[id(w)] = (weakref.ref(w), a)
+    if len(_ARRAYS) > 256:
+        for key in [k for k, (ref, _) in _ARRAYS.items() if ref() is None]:
+            del _ARRAYS[key]
+    return a
+
+
+def matrix_precision(dtype: str, kind: str, hw: Hardware, tf32_matmul: bool) -> str:
+    """The peak a tensor operator uses. PyTorch runs fp32 convolutions in TF32 by default
+    (cudnn.allow_tf32=True) and fp32 matmuls in plain FP32 (unless TF32 matmuls are switched on)."""
+    if dtype == "fp32" and "tf32" in hw.dense_tops and (kind == "conv" or tf32_matmul):
+        return "tf32"
+    return dtype
+
+
+def _rate_per_op(a: dict, perf: DevicePerf, tf32_matmul: bool) -> tuple[np.ndarray, np.ndarray]:
+    hw = perf.hardware
+    kinds = a["kind"]
+    n_ops = kinds.shape[0]
+    rate = np.full(n_ops, perf.vector_ops_per_s)
+    precision = np.array(["vector"] * n_ops, dtype=object)
+    tensor_mask = np.isin(kinds, [OP_KINDS.index(k) for k in TENSOR_KINDS]) & (a["flops"] > 0)
+    if tensor_mask.any():
+        eff = gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units)
+        for kind in TENSOR_KINDS:
+            factor = D.KIND_COMPUTE_FACTOR[kind].value
+            kmask = tensor_mask & (kinds == OP_KINDS.index(kind))
+            for dt in np.unique(a["dtype"][kmask]):
+                mask = kmask & (a["dtype"] == dt)
+                prec = matrix_precision(str(dt), kind, hw, tf32_matmul)
+                peak = perf.matrix_ops_per_s.get(prec)
+                if peak is None:
+                    raise UnsupportedPrecisionError(
+                        f"{hw.id} has no {prec} peak for {kind} operators; "
+                        f"it has {', '.join(hw.dense_tops)}", hint="choose one of those with --dtype")
+                rate[mask] = peak * factor * eff[mask]
+                precision[mask] = prec
+    return rate, precision
+
+
+def predict(workload: Workload, hardware: Hardware, calibration: Calibration | None = None,
+            mode: Mode = "graph", *, tf32_matmul: bool = False, perf: DevicePerf | None = None,
+            calibration_source: str = "") -> Prediction:
+    """Predict one workload on one device. Pass ``perf`` (from ``device_perf``) to reuse it across calls."""
+    if mode not in MODES:
+        raise InputError(f"unknown mode {mode!r}; expected graph or eager")
+    perf = perf or device_perf(hardware, calibration, calibration_source)
+    a = _arrays(workload)
+    rate, precision = _rate_per_op(a, perf, tf32_matmul)
+    bw_factor = np.array([D.KIND_BANDWIDTH_FACTOR.get(k, 0.8) for k in OP_KINDS])[a["kind"]]
+    compute = np.divide(a["flops"], rate, out=np.zeros_like(rate), where=a["flops"] > 0)
+    memory = a["bytes"] / (perf.bandwidth_bytes_per_s * bw_factor)
+    overhead = a["kernels"] * perf.kernel_device_s
+    device = np.maximum(compute, memory) + overhead
+    stacked = np.stack([compute, memory, overhead])
+    bound_idx = np.argmax(stacked, axis=0)
+
+    device_total = float(device.sum())
+    host_total = 0.0
+    latency = device_total
+    if mode == "eager":
+        k = a["kernels"]
+        host = np.where(k >= 1, perf.eager_op_s + np.maximum(k - 1, 0) * perf.eager_extra_kernel_s,
+                        perf.eager_no_kernel_op_s)
+        issue = np.cumsum(host)                    # when the host has launched op j
+        suffix = np.cumsum(device[::-1])[::-1]     # device work from op j to the end
+        host_total = float(issue[-1]) if issue.size else 0.0
+        latency = max(float((issue + suffix).max()) if issue.size else 0.0, host_total)
+
+    by_bound = {
+        "compute": float(np.where(bound_idx == 0, np.maximum(compute, memory), 0).sum()),
+        "memory": float(np.where(bound_idx == 1, np.maximum(compute, memory), 0).sum()),
+        "overhead": float(overhead.sum() + np.where(bound_idx == 2, np.maximum(compute, memory), 0).sum()
+                          + (latency - device_total)),
+    }
+    bound = max(by_bound, key=by_bound.get)
+
+    main_precision = _main_precision(a["flops"], precision, workload.dtype, hardware)
+    peak = hardware.peak_ops_per_s(main_precision) or 0.0
+    required = (workload.param_bytes + workload.activation_peak_bytes + workload.input_bytes
+                + D.RUNTIME_MEMORY_BYTES.value)
+    assumptions = (f"mode {mode}: " + ("CUDA graph replay, no host launch cost" if mode == "graph"
+                                       else "eager PyTorch, host launch cost per operator overlapping the device"),
+                   *perf.assumptions)
+    if workload.dtype == "fp32":
+        assumptions += ("fp32: convolutions in TF32 (PyTorch default), matmuls in "
+                        + ("TF32 (--tf32)" if tf32_matmul else "plain FP32 (PyTorch default)"),)
+    return Prediction(
+        hardware=hardware.id, workload=workload.name, batch=workload.batch, dtype=workload.dtype,
+        precision=main_precision, mode=mode, calibrated=perf.calibrated,
+        calibration_source=perf.calibration_source, latency_s=latency, device_time_s=device_total,
+        host_time_s=host_total, flops=float(a["flops"].sum()), bytes=float(a["bytes"].sum()),
+        kernels=int(a["kernels"].sum()), peak_ops_per_s=peak, time_by_bound_s=by_bound, bound=bound,
+        memory_required_bytes=required, memory_capacity_bytes=hardware.memory_bytes,
+        fits_memory=required <= hardware.memory_bytes, assumptions=assumptions,
+        _arrays={"precision": precision, "compute": compute, "memory": memory, "overhead": overhead,
+                 "device": device, "bound": bound_idx},
+        _workload_ref=workload,
+    )
+
+
+def _main_precision(flops: np.ndarray, precision: np.ndarray, dtype: str, hw: Hardware) -> str:
+    """The tensor precision doing most of the operations (falls back to the workload dtype)."""
+    totals: dict[str, float] = {}
+    for p, f in zip(precision, flops, strict=True):
+        if p != "vector":
+            totals[p] = totals.get(p, 0.0) + float(f)
+    if totals:
+        return max(totals, key=totals.get)
+    return dtype if dtype in hw.dense_tops else "fp32"
+
+
+def bytes_per_element(dtype: str) -> float:
+    return BYTES_PER_ELEMENT[dtype]
