@@ -1,0 +1,66 @@
+"""Advice that follows from a prediction's numbers: the article's tuning advice, applied.
+
+Pure: takes predictions and the device, returns sentences. Each rule states the number that triggered it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .catalog import Hardware
+from .roofline import Prediction
+from .units import format_seconds
+
+LOW_UTILISATION = 0.60  # the article's pitfall: under 60% of peak means something other than compute binds
+
+
+def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None) -> list[str]:
+    """Up to six concrete suggestions, most important first."""
+    out: list[str] = []
+    lat = pred.latency_s
+    if not pred.fits_memory:
+        need, have = pred.memory_required_bytes / 1e9, pred.memory_capacity_bytes / 1e9
+        devices = math.ceil(need / have)
+        out.append(f"does not fit: needs {need:.1f} GB, {hw.id} has {have:.0f} GB; lower the precision "
+                   f"(int8 halves fp16 weights), shrink the batch, or split over {devices}+ devices"
+                   + (f" ({hw.peer_link})" if hw.peer_link else " (no peer link: PCIe only)"))
+    host_stall = lat - pred.device_time_s
+    if pred.mode == "eager" and host_stall > 0.25 * lat:
+        msg = (f"host launch overhead: the GPU waits {host_stall / lat:.0%} of the time for {pred.kernels} "
+               f"kernel launches; replay as a CUDA graph (torch.cuda.CUDAGraph or "
+               f"torch.compile(mode='reduce-overhead'))")
+        if other_mode is not None and other_mode.mode == "graph":
+            msg += f": predicted {format_seconds(other_mode.latency_s)} instead of {format_seconds(lat)}"
+        out.append(msg)
+    overhead = pred.time_by_bound_s.get("overhead", 0.0) - max(host_stall, 0.0)
+    if overhead > 0.3 * lat:
+        out.append(f"per-kernel cost is {overhead / lat:.0%} of the time ({pred.kernels} kernels): fuse "
+                   f"operators (torch.compile) or raise the batch; the cost is paid per batch, not per sample")
+    memory = pred.time_by_bound_s.get("memory", 0.0)
+    if memory > 0.4 * lat and pred.utilisation < LOW_UTILISATION:
+        out.append(f"memory-bound: {memory / lat:.0%} of the time moves bytes and utilisation is "
+                   f"{pred.utilisation:.0%} of peak (under the article's 60% line); raise the batch to reuse "
+                   f"weights, or lower the precision to move fewer bytes")
+    compute = pred.time_by_bound_s.get("compute", 0.0)
+    faster = _faster_precisions(pred.precision, hw)
+    if compute > 0.4 * lat and faster:
+        best, tops = faster[0]
+        out.append(f"compute-bound at {pred.utilisation:.0%} of the {pred.precision} peak: {hw.id} has {best} "
+                   f"at {tops:g} TOPS dense ({tops / (pred.peak_ops_per_s / 1e12):.1f}x); quantize if accuracy allows")
+    elif memory > 0.4 * lat and faster:
+        best, _ = faster[-1] if faster[-1][0] in ("int8", "fp8") else faster[0]
+        out.append(f"{best} halves the bytes of {pred.precision} where the device has it ({hw.id} does)")
+    if not out:
+        out.append(f"balanced: {pred.bound}-bound at {pred.utilisation:.0%} of peak; little to gain from settings")
+    return out[:6]
+
+
+_ORDER = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
+
+
+def _faster_precisions(precision: str, hw: Hardware) -> list[tuple[str, float]]:
+    """Lower precisions the device has with a higher dense peak than ``precision``, fastest first."""
+    base = hw.dense_tops.get(precision, 0.0)
+    cands = [(p, hw.dense_tops[p]) for p in ("fp8", "int8", "fp16", "bf16")
+             if p in hw.dense_tops and hw.dense_tops[p] > base * 1.5 and p != precision]
+    return sorted(cands, key=lambda pt: -pt[1])

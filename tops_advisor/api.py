@@ -1,0 +1,84 @@
+"""The Python API behind the CLI, for capacity-planning scripts.
+
+    from tops_advisor.api import ModelCosts, load_catalog, predict
+    costs = ModelCosts("examples/resnet50.py")           # counts the model (twice, at two batches)
+    catalog = load_catalog()
+    for hw in catalog:
+        p = predict(costs.at(batch=32, dtype="fp16"), hw, mode="graph")
+        print(hw.id, p.latency_s, p.bound)
+
+Counting needs torch; everything else is pure and fast (predicting one workload on the whole catalog takes
+milliseconds).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .calibration import Calibration, find_calibration, load_calibration
+from .catalog import Catalog, Hardware, load_catalog
+from .errors import CountingError
+from .roofline import Prediction, device_perf, predict
+from .scaling import batch_affine, retype
+from .workload import Workload
+
+__all__ = ["Calibration", "Catalog", "Hardware", "ModelCosts", "Prediction", "Workload", "calibration_for",
+           "device_perf", "load_calibration", "load_catalog", "predict"]
+
+_COUNT_DTYPES = ("fp32", "fp16", "bf16")
+
+
+class ModelCosts:
+    """Count a model file once and derive its workload at any batch and precision.
+
+    The model is counted at two small batches; other batches are extrapolated (every per-operator count of
+    a feed-forward model is affine in the batch, see ``scaling.batch_affine``). A model whose operator
+    sequence changes with the batch is counted again at each batch asked for.
+    """
+
+    def __init__(self, model_path: str | Path, *, base_dtype: str = "fp16", strict: bool = False,
+                 batches: tuple[int, int] = (1, 2)):
+        from .counting import count  # torch is only needed here
+
+        self.model_path = str(model_path)
+        self.base_dtype = base_dtype
+        self.strict = strict
+        self._count = count
+        self._cache: dict[tuple[int, str], Workload] = {}
+        self._affine_ok = True
+        self._anchors = tuple(self._counted(b, base_dtype) for b in batches)
+
+    def _counted(self, batch: int, dtype: str) -> Workload:
+        key = (batch, dtype)
+        if key not in self._cache:
+            self._cache[key] = self._count(self.model_path, batch=batch, dtype=dtype, strict=self.strict)
+        return self._cache[key]
+
+    @property
+    def unsupported_ops(self) -> dict[str, int]:
+        return dict(self._anchors[0].unsupported_ops)
+
+    def at(self, batch: int, dtype: str | None = None) -> Workload:
+        """The workload at ``batch`` and ``dtype`` (fp32/fp16/bf16 counted; fp8/int8/int4 derived)."""
+        dtype = dtype or self.base_dtype
+        base = dtype if dtype in _COUNT_DTYPES else "fp16"
+        if (batch, base) in self._cache:
+            w = self._cache[(batch, base)]
+        elif base == self.base_dtype and self._affine_ok:
+            try:
+                w = batch_affine(*self._anchors, batch)
+            except CountingError:
+                self._affine_ok = False
+                w = self._counted(batch, base)
+            self._cache[(batch, base)] = w
+        else:
+            w = self._counted(batch, base)
+        return retype(w, dtype) if dtype != base else w
+
+
+def calibration_for(hw: Hardware, explicit: str | Path | None = None, use: bool = True
+                    ) -> tuple[Calibration | None, str]:
+    """The calibration to use for a device (explicit file > user's saved > shipped), and where it came from."""
+    if not use:
+        return None, ""
+    return find_calibration(hw.id, explicit)

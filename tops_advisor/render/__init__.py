@@ -1,0 +1,1 @@
+"""Rendering: tables, JSON and plots. Nothing here computes a prediction."""
