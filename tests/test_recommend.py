@@ -1,0 +1,93 @@
+"""Search and ranking on synthetic workloads and devices whose answers are worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import make_hardware
+from tops_advisor.errors import InputError
+from tops_advisor.recommend import Constraints, NothingFeasibleError, recommend
+from tops_advisor.workload import OpRecord, Workload
+
+# Fast: 1000 GB/s x 0.85 = 850 GB/s attainable, 200 W. Slow: 500 GB/s x 0.85 = 425 GB/s, 50 W, edge, no int8.
+FAST = make_hardware()
+SLOW = make_hardware(id="slow-gpu", name="Slow GPU", memory_bandwidth_gb_s=500, tdp_w=50, segment="edge",
+                     dense_tops={"fp32": 5, "fp16": 50, "bf16": 50}, sparse_tops={})
+
+
+def stream(batch: int, dtype: str, param_bytes: float = 0.0) -> Workload:
+    """One memory-bound operator moving 8.5 MB per sample: 10 us per sample on FAST, 20 us on SLOW,
+    plus 2.5 us per kernel."""
+    op = OpRecord("aten.add", "elementwise", "", 1e3 * batch, 4.25e6 * batch, 4.25e6 * batch, 0, dtype, 1)
+    return Workload("stream", batch, dtype, (op,), param_bytes=param_bytes)
+
+
+def test_largest_batch_meeting_latency():
+    # FAST: 10 us x b + 2.5 us <= 100 us -> b <= 9.75 -> 8. SLOW: 20 us x b + 2.5 us <= 100 us -> b <= 4.875 -> 4.
+    res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6, rank_by="throughput"))
+    by_id = {r.hardware: r for r in res.recommendations}
+    assert by_id["toy-gpu"].batch == 8 and by_id["slow-gpu"].batch == 4
+    assert by_id["toy-gpu"].latency_s == pytest.approx(82.5e-6)
+    assert by_id["toy-gpu"].headroom == pytest.approx(100 / 82.5)
+    assert [r.hardware for r in res.recommendations] == ["toy-gpu", "slow-gpu"]
+
+
+def test_efficiency_ranking_prefers_samples_per_watt():
+    # FAST: 8 / 82.5 us = 96,970/s over 200 W = 485 /s/W. SLOW: 4 / 82.5 us = 48,485/s over 50 W = 970 /s/W.
+    res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6))
+    assert [r.hardware for r in res.recommendations] == ["slow-gpu", "toy-gpu"]
+    assert res.recommendations[0].throughput_per_watt == pytest.approx(4 / 82.5e-6 / 50)
+
+
+def test_fixed_batch_and_latency_rejection_reason():
+    # At batch 8, SLOW takes 20 x 8 + 2.5 = 162.5 us > 100 us.
+    res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6, batch=8))
+    assert [r.hardware for r in res.recommendations] == ["toy-gpu"]
+    assert res.rejected[0].hardware == "slow-gpu"
+    assert res.rejected[0].reason == "163 us at batch 8 > 100 us"  # 162.5 us, 3 significant digits
+
+
+def test_nothing_meets_latency_names_closest_miss():
+    # batch 1: FAST 12.5 us, SLOW 22.5 us; target 5 us; FAST comes closest (5 / 12.5 = 0.4).
+    with pytest.raises(NothingFeasibleError, match=r"latency target.*closest miss: toy-gpu: 12.5 us at batch 1 > 5 us"):
+        recommend(stream, [FAST, SLOW], Constraints(latency_s=5e-6))
+
+
+def test_memory_rejection():
+    # 16 GB params + 0.5 GB runtime do not fit in 16 GB.
+    res = recommend(lambda b, d: stream(b, d, param_bytes=16e9), [FAST, make_hardware(id="big", memory_gb=80)],
+                    Constraints(batch=1))
+    assert [r.hardware for r in res.recommendations] == ["big"]
+    assert res.rejected[0].reason == "needs 16.5 GB at batch 1, has 16 GB"
+
+
+def test_missing_dtype_and_prefilters():
+    res = recommend(stream, [FAST, SLOW], Constraints(batch=1, dtypes=("int8",)))
+    assert [r.hardware for r in res.recommendations] == ["toy-gpu"]
+    assert res.rejected == [res.rejected[0]] and res.rejected[0].reason == "no int8"
+    res = recommend(stream, [FAST, SLOW], Constraints(batch=1, segment="edge"))
+    assert [r.hardware for r in res.recommendations] == ["slow-gpu"]
+    assert res.rejected[0].reason == "segment datacenter, not edge"
+    res = recommend(stream, [FAST, SLOW], Constraints(batch=1, max_power_w=60))
+    assert res.rejected[0].reason == "TDP 200 W > 60 W"
+
+
+def test_empty_after_filtering_is_an_error():
+    with pytest.raises(NothingFeasibleError, match="no device left after filtering: .*power <= 10 W"):
+        recommend(stream, [FAST, SLOW], Constraints(max_power_w=10))
+
+
+def test_throughput_target():
+    # Without a latency target the batch grows until throughput saturates; FAST at batch 1024:
+    # 1024 / (10.24 ms + 2.5 us) ~ 99,976/s; a target of 200,000/s cannot be met.
+    with pytest.raises(NothingFeasibleError, match="throughput target"):
+        recommend(stream, [FAST], Constraints(throughput_per_s=200_000))
+    res = recommend(stream, [FAST], Constraints(throughput_per_s=50_000))
+    assert res.recommendations[0].throughput_per_s >= 50_000
+
+
+def test_bad_constraints():
+    with pytest.raises(InputError, match="unknown segment 'edg'"):
+        Constraints(segment="edg")
+    with pytest.raises(InputError, match="--batch must be a positive integer"):
+        Constraints(batch=0)

@@ -1,0 +1,152 @@
+"""The roofline's properties, on a synthetic device and hand-built workloads."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import make_hardware
+from tops_advisor.calibration import Calibration
+from tops_advisor.errors import InputError, UnsupportedPrecisionError
+from tops_advisor.roofline import device_perf, predict
+from tops_advisor.roofline.efficiency import gemm_efficiency
+from tops_advisor.workload import GemmShape, OpRecord, Workload
+
+HW = make_hardware()
+
+
+def one_op(flops: float, nbytes: float, kind: str = "matmul", dtype: str = "fp16", kernels: int = 1,
+           gemm: GemmShape | None = None) -> Workload:
+    op = OpRecord("aten.mm", kind, "layer", flops, nbytes / 2, nbytes / 2, 0.0, dtype, kernels, gemm)
+    return Workload("w", 1, dtype, (op,))
+
+
+def test_big_gemm_uses_matrix_peak_times_default_fraction():
+    # 8192^3 GEMM: 2 * 8192^3 = 1.0995e12 operations. Toy fp16 peak 100 TOPS x 0.80 (NVIDIA default).
+    # Tiles of 128x256: 64 x 32 = 2048 tiles on 100 units -> 21 waves, occupancy 2048/2100 = 0.9752;
+    # K ramp 8192 / (8192 + 48) = 0.99417. Rate = 80e12 x 0.9752 x 0.99417 = 77.56e12 ops/s.
+    n = 8192
+    w = one_op(2 * n**3, 3 * 2 * n * n, gemm=GemmShape(n, n, n))
+    p = predict(w, HW)
+    expected_compute = 2 * n**3 / (80e12 * (2048 / 2100) * (8192 / 8240))
+    assert p.ops[0].compute_s == pytest.approx(expected_compute, rel=1e-9)
+    assert p.latency_s == pytest.approx(expected_compute + 2.5e-6, rel=1e-9)
+    assert p.bound == "compute"
+
+
+def test_memory_bound_elementwise_uses_bandwidth_fraction():
+    # 1 GB moved by an elementwise op at 1000 GB/s x 0.85 (HBM default) = 1/850 s, plus 2.5 us per kernel.
+    w = one_op(1e8, 1e9, kind="elementwise")
+    p = predict(w, HW)
+    assert p.latency_s == pytest.approx(1e9 / 850e9 + 2.5e-6)
+    assert p.bound == "memory"
+
+
+@settings(max_examples=200, deadline=None)
+@given(flops=st.floats(1e3, 1e15), nbytes=st.floats(1e3, 1e12), kernels=st.integers(0, 5),
+       kind=st.sampled_from(["matmul", "elementwise", "conv", "norm"]), mode=st.sampled_from(["graph", "eager"]))
+def test_latency_never_below_either_roof(flops, nbytes, kernels, kind, mode):
+    w = one_op(flops, nbytes, kind=kind, kernels=kernels)
+    p = predict(w, HW, mode=mode)
+    perf = device_perf(HW)
+    # the ceilings, using the *best* attainable rates (no tile or kind penalty can beat them)
+    assert p.latency_s >= flops / max(perf.matrix_ops_per_s.values()) * (1 - 1e-12)
+    assert p.latency_s >= nbytes / perf.bandwidth_bytes_per_s * (1 - 1e-12)
+    assert p.latency_s >= kernels * perf.kernel_device_s * (1 - 1e-12)
+
+
+def test_bound_switches_exactly_at_the_ridge():
+    perf = device_perf(HW)
+    ridge = perf.matrix_ops_per_s["fp16"] / perf.bandwidth_bytes_per_s  # 80e12 / 850e9 = 94.1 op/B
+    nbytes = 1e9
+    # no GEMM shape: efficiency 1, so the switch is at the ridge itself
+    below = predict(one_op(nbytes * ridge * 0.99, nbytes, kernels=0), HW)
+    above = predict(one_op(nbytes * ridge * 1.01, nbytes, kernels=0), HW)
+    assert below.ops[0].bound == "memory"
+    assert above.ops[0].bound == "compute"
+
+
+def test_graph_latency_is_additive_over_operators():
+    a = OpRecord("a", "elementwise", "", 0, 5e8, 5e8, 0, "fp16", 1)
+    b = OpRecord("b", "matmul", "", 1e12, 1e6, 1e6, 0, "fp16", 1, GemmShape(4096, 4096, 4096))
+    both = Workload("ab", 1, "fp16", (a, b))
+    pa, pb = predict(Workload("a", 1, "fp16", (a,)), HW), predict(Workload("b", 1, "fp16", (b,)), HW)
+    assert predict(both, HW).latency_s == pytest.approx(pa.latency_s + pb.latency_s)
+
+
+def test_eager_is_host_bound_for_many_tiny_kernels():
+    # 1000 tiny ops: the device needs 1000 x 2.5 us, the host 1000 x 9 us; eager latency = host time + the last
+    # kernel's device time; graph latency = device time only.
+    ops = tuple(OpRecord(f"op{i}", "elementwise", "", 10, 100, 100, 0, "fp16", 1) for i in range(1000))
+    w = Workload("tiny", 1, "fp16", ops)
+    eager, graph = predict(w, HW, mode="eager"), predict(w, HW, mode="graph")
+    per_op_device = 200 / 850e9 + 2.5e-6
+    assert graph.latency_s == pytest.approx(1000 * per_op_device)
+    assert eager.latency_s == pytest.approx(1000 * 9e-6 + per_op_device)
+    assert eager.bound == "overhead"
+
+
+def test_eager_equals_graph_plus_first_launch_when_device_bound():
+    big = tuple(OpRecord(f"op{i}", "elementwise", "", 0, 5e8, 5e8, 0, "fp16", 1) for i in range(10))
+    w = Workload("big", 1, "fp16", big)
+    eager, graph = predict(w, HW, mode="eager"), predict(w, HW, mode="graph")
+    assert eager.latency_s == pytest.approx(graph.latency_s + 9e-6)
+
+
+def test_calibration_replaces_peaks_bandwidth_and_overheads():
+    cal = Calibration(hardware="toy-gpu", measured_tops={"fp16": 50.0}, memory_bandwidth_gb_s=500.0,
+                      kernel_graph_us=5.0, kernel_eager_us=20.0)
+    perf = device_perf(HW, cal, "test")
+    assert perf.matrix_ops_per_s["fp16"] == 50e12
+    # unmeasured precisions scale by the measured/datasheet ratio (50 / 100 = 0.5): int8 200 -> 100 TOPS
+    assert perf.matrix_ops_per_s["int8"] == pytest.approx(100e12)
+    assert perf.bandwidth_bytes_per_s == 500e9
+    assert perf.kernel_device_s == pytest.approx(5e-6) and perf.eager_op_s == pytest.approx(20e-6)
+    w = one_op(1e8, 1e9, kind="elementwise")
+    assert predict(w, HW, cal).latency_s == pytest.approx(1e9 / 500e9 + 5e-6)
+    assert predict(w, HW, cal).calibrated and not predict(w, HW).calibrated
+
+
+def test_fp32_convolution_runs_in_tf32_and_matmul_in_fp32_by_default():
+    conv = one_op(1e12, 1e6, kind="conv", dtype="fp32")
+    mm = one_op(1e12, 1e6, kind="matmul", dtype="fp32")
+    assert predict(conv, HW).ops[0].precision == "tf32"
+    assert predict(mm, HW).ops[0].precision == "fp32"
+    assert predict(mm, HW, tf32_matmul=True).ops[0].precision == "tf32"
+
+
+def test_missing_precision_names_what_the_device_has():
+    w = one_op(1e12, 1e6, dtype="fp8")
+    with pytest.raises(UnsupportedPrecisionError, match="toy-gpu has no fp8.*fp32, tf32, fp16, bf16, int8"):
+        predict(w, HW)
+
+
+def test_unknown_mode_is_an_input_error():
+    with pytest.raises(InputError, match="unknown mode"):
+        predict(one_op(1, 1), HW, mode="fast")
+
+
+def test_memory_fit():
+    w = Workload("w", 1, "fp16", (), param_bytes=15e9, activation_peak_bytes=0.4e9)
+    p = predict(w, HW)  # 15 + 0.4 + 0.5 runtime = 15.9 GB <= 16 GB
+    assert p.fits_memory and p.memory_required_bytes == pytest.approx(15.9e9)
+    w2 = Workload("w", 1, "fp16", (), param_bytes=15.2e9, activation_peak_bytes=0.4e9)
+    assert not predict(w2, HW).fits_memory
+
+
+def test_gemm_efficiency_small_shapes_reach_less():
+    big = gemm_efficiency([8192], [8192], [8192], [1], 132)[0]
+    skinny = gemm_efficiency([8], [4096], [4096], [1], 132)[0]
+    tiny_k = gemm_efficiency([8192], [8192], [16], [1], 132)[0]
+    assert big > 0.9 and skinny < 0.2 and tiny_k < 0.3
+    # unknown shapes (m == 0) are not penalised
+    assert gemm_efficiency([0], [0], [0], [0], 132)[0] == 1.0
+
+
+def test_throughput_and_utilisation():
+    n = 4096
+    w = Workload("w", 8, "fp16", one_op(2 * n**3, 6 * n * n, gemm=GemmShape(n, n, n)).ops)
+    p = predict(w, HW)
+    assert p.throughput_per_s == pytest.approx(8 / p.latency_s)
+    assert p.utilisation == pytest.approx(2 * n**3 / p.latency_s / 100e12)

@@ -1,0 +1,65 @@
+"""`tops-advisor recommend`: rank the devices that meet a target for a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..units import PRECISIONS
+from .common import catalog_option, console, echo_json, get_catalog, json_option
+
+
+@click.command()
+@click.argument("model", type=click.Path(path_type=Path))
+@click.option("--latency", help="Latency target per batch, with units: 10ms, 0.5s, 250us.")
+@click.option("--throughput", type=float, help="Throughput target in samples/s.")
+@click.option("--batch", "-b", type=int, help="Fixed batch (default: search for the best batch).")
+@click.option("--dtype", default="fp16", show_default=True,
+              help=f"One of {', '.join(PRECISIONS)}, several comma-separated, or 'auto'.")
+@click.option("--segment", help="edge, workstation or datacenter.")
+@click.option("--max-power", help="Maximum board power, e.g. 60W.")
+@click.option("--max-price", type=float, help="Maximum list price in USD.")
+@click.option("--hardware", "-H", "hardware_names", multiple=True, help="Limit to these devices; repeatable.")
+@click.option("--mode", type=click.Choice(["graph", "eager"]), default="graph", show_default=True)
+@click.option("--rank-by", type=click.Choice(["efficiency", "latency", "throughput", "price"]),
+              default="efficiency", show_default=True, help="efficiency = samples/s per watt of TDP.")
+@click.option("--top", type=int, help="Show only the best N.")
+@click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even where a calibration exists.")
+@click.option("--strict", is_flag=True, help="Fail on operators the counter does not know.")
+@catalog_option
+@json_option
+def recommend(model, latency, throughput, batch, dtype, segment, max_power, max_price, hardware_names, mode,
+              rank_by, top, no_calibration, strict, catalog_dirs, as_json):
+    """Rank the devices that run MODEL (a .py file) within the targets."""
+    from ..api import ModelCosts, calibration_for
+    from ..recommend import AUTO_DTYPES, Constraints
+    from ..recommend import recommend as run_recommend
+    from ..units import parse_latency_s, parse_power_w, parse_precision
+
+    dtypes = AUTO_DTYPES if dtype.strip().lower() == "auto" else tuple(
+        parse_precision(d) for d in dtype.split(","))
+    catalog = get_catalog(catalog_dirs)
+    limit = tuple(catalog.get(n).id for n in hardware_names)
+    c = Constraints(
+        latency_s=parse_latency_s(latency) if latency else None, throughput_per_s=throughput, batch=batch,
+        dtypes=dtypes, segment=segment.lower() if segment else None,
+        max_power_w=parse_power_w(max_power) if max_power else None, max_price_usd=max_price,
+        hardware=limit, mode=mode, rank_by=rank_by, top=top)
+    costs = ModelCosts(model, strict=strict)
+    res = run_recommend(costs.at, list(catalog), c,
+                        calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
+    if costs.unsupported_ops:
+        res.notes.append("unsupported operators counted as zero: "
+                         + ", ".join(f"{k} x{v}" for k, v in costs.unsupported_ops.items()))
+    if as_json:
+        echo_json(res.model_dump())
+        return
+    from ..render.recommend import advice_lines, recommendations_table, rejected_table
+
+    out = console()
+    out.print(recommendations_table(res))
+    for line in advice_lines(res):
+        out.print(f"  - {line}")
+    if res.rejected:
+        out.print(rejected_table(res))

@@ -1,0 +1,286 @@
+"""Rank devices for a workload under constraints. Pure: predictions in, ranked recommendations out.
+
+For every candidate device the search finds the best operating point: with ``batch`` fixed, that batch;
+otherwise the largest batch (powers of two up to ``max_batch``) that fits in memory and meets the latency
+target, or without a latency target the smallest batch within 5% of the best throughput. With several
+dtypes (``auto``), each precision the device has is tried and the best by the ranking is kept.
+
+Ranking (``rank_by``): ``efficiency`` (default: throughput per watt of TDP at the operating point),
+``latency`` (lowest), ``throughput`` (highest), ``price`` (throughput per dollar; devices without a price
+rank last).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+
+from .advice import advise
+from .calibration import Calibration
+from .catalog import Hardware
+from .errors import InputError, TopsAdvisorError, UnsupportedPrecisionError
+from .roofline import Prediction, device_perf, predict
+from .units import format_seconds
+from .workload import Workload
+
+RANK_BY = ("efficiency", "latency", "throughput", "price")
+SEGMENTS = ("edge", "workstation", "datacenter")
+AUTO_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8")
+
+
+class NothingFeasibleError(TopsAdvisorError):
+    """No device meets the constraints."""
+
+
+@dataclass(frozen=True)
+class Constraints:
+    latency_s: float | None = None          # per batch
+    throughput_per_s: float | None = None   # samples/s
+    batch: int | None = None                # fixed batch; None = search
+    dtypes: tuple[str, ...] = ("fp16",)
+    segment: str | None = None
+    max_power_w: float | None = None
+    max_price_usd: float | None = None
+    hardware: tuple[str, ...] = ()          # limit to these ids (already resolved)
+    mode: str = "graph"
+    rank_by: str = "efficiency"
+    max_batch: int = 1024
+    top: int | None = None
+
+    def __post_init__(self):
+        if self.rank_by not in RANK_BY:
+            raise InputError(f"unknown --rank-by {self.rank_by!r}; expected one of {', '.join(RANK_BY)}")
+        if self.segment is not None and self.segment not in SEGMENTS:
+            from .suggest import did_you_mean
+
+            raise InputError(f"unknown segment {self.segment!r}; expected one of {', '.join(SEGMENTS)}",
+                             hint=did_you_mean(self.segment, SEGMENTS))
+        if self.batch is not None and self.batch <= 0:
+            raise InputError(f"--batch must be a positive integer, got {self.batch}")
+        for name in ("latency_s", "throughput_per_s", "max_power_w", "max_price_usd"):
+            v = getattr(self, name)
+            if v is not None and v <= 0:
+                raise InputError(f"{name} must be greater than zero, got {v}")
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    hardware: str
+    name: str
+    dtype: str
+    batch: int
+    mode: str
+    latency_s: float
+    throughput_per_s: float
+    attainable_ops_per_s: float
+    utilisation: float
+    bound: str
+    tdp_w: float
+    tops_per_watt: float             # attainable TOPS per watt of TDP
+    throughput_per_watt: float
+    price_usd: float | None
+    throughput_per_kusd: float | None  # samples/s per 1000 USD
+    headroom: float | None           # latency target / predicted latency (>= 1 meets it)
+    calibrated: bool
+    memory_required_bytes: float
+    advice: tuple[str, ...] = ()
+
+    def model_dump(self) -> dict:
+        d = asdict(self)
+        d["latency_ms"] = self.latency_s * 1e3
+        d["attainable_tops"] = self.attainable_ops_per_s / 1e12
+        d["memory_required_gb"] = self.memory_required_bytes / 1e9
+        d["advice"] = list(self.advice)
+        return d
+
+
+@dataclass(frozen=True)
+class Rejection:
+    hardware: str
+    reason: str
+    closeness: float = 0.0  # how close it came (1 = met); used to name the closest miss
+
+
+@dataclass
+class RecommendResult:
+    recommendations: list[Recommendation]
+    rejected: list[Rejection]
+    constraints: Constraints
+    notes: list[str] = field(default_factory=list)
+
+    def model_dump(self) -> dict:
+        c = asdict(self.constraints)
+        return {
+            "constraints": c, "rank_by": self.constraints.rank_by, "notes": self.notes,
+            "recommendations": [r.model_dump() for r in self.recommendations],
+            "rejected": [{"hardware": r.hardware, "reason": r.reason} for r in self.rejected],
+        }
+
+
+def _score(r: Recommendation, rank_by: str) -> float:
+    """Larger is better."""
+    if rank_by == "latency":
+        return -r.latency_s
+    if rank_by == "throughput":
+        return r.throughput_per_s
+    if rank_by == "price":
+        return r.throughput_per_kusd if r.throughput_per_kusd is not None else -1.0
+    return r.throughput_per_watt
+
+
+def _batches(c: Constraints) -> list[int]:
+    if c.batch is not None:
+        return [c.batch]
+    out, b = [], 1
+    while b <= c.max_batch:
+        out.append(b)
+        b *= 2
+    return out
+
+
+def _prefilter(hw: Hardware, c: Constraints) -> str | None:
+    if c.hardware and hw.id not in c.hardware:
+        return "not in --hardware"
+    if c.segment and hw.segment != c.segment:
+        return f"segment {hw.segment}, not {c.segment}"
+    if c.max_power_w and hw.tdp_w > c.max_power_w:
+        lowest = min(hw.power_modes_w) if hw.power_modes_w else None
+        if lowest is None or lowest > c.max_power_w:
+            return f"TDP {hw.tdp_w:g} W > {c.max_power_w:g} W"
+    if c.max_price_usd:
+        if hw.price_usd is None:
+            return "no known price"
+        if hw.price_usd > c.max_price_usd:
+            return f"price ${hw.price_usd:,.0f} > ${c.max_price_usd:,.0f}"
+    return None
+
+
+def _operating_point(preds: list[Prediction], c: Constraints) -> tuple[Prediction | None, str, float]:
+    """Best prediction over batches for one device and dtype, or why none works and how close it came."""
+    fitting = [p for p in preds if p.fits_memory]
+    if not fitting:
+        p = preds[0]
+        need, have = p.memory_required_bytes / 1e9, p.memory_capacity_bytes / 1e9
+        return None, f"needs {need:.1f} GB at batch {p.batch}, has {have:.0f} GB", have / need
+    ok = fitting
+    if c.latency_s is not None:
+        ok = [p for p in fitting if p.latency_s <= c.latency_s]
+        if not ok:
+            p = fitting[0]
+            return None, (f"{format_seconds(p.latency_s)} at batch {p.batch} > {format_seconds(c.latency_s)}"), \
+                c.latency_s / p.latency_s
+    if c.throughput_per_s is not None:
+        ok2 = [p for p in ok if p.throughput_per_s >= c.throughput_per_s]
+        if not ok2:
+            best = max(ok, key=lambda p: p.throughput_per_s)
+            return None, (f"{best.throughput_per_s:,.0f}/s at best (batch {best.batch}) < "
+                          f"{c.throughput_per_s:,.0f}/s"), best.throughput_per_s / c.throughput_per_s
+        ok = ok2
+    if c.batch is not None or c.latency_s is not None:
+        return max(ok, key=lambda p: p.batch), "", 1.0
+    best_tp = max(p.throughput_per_s for p in ok)
+    return min((p for p in ok if p.throughput_per_s >= 0.95 * best_tp), key=lambda p: p.batch), "", 1.0
+
+
+def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Hardware], c: Constraints,
+              calibration_of: Callable[[Hardware], tuple[Calibration | None, str]] | None = None
+              ) -> RecommendResult:
+    """Rank ``devices`` for the workload ``workload_at(batch, dtype)`` under ``c``."""
+    recs: list[Recommendation] = []
+    rejected: list[Rejection] = []
+    devices = list(devices)
+    candidates = []
+    for hw in devices:
+        why = _prefilter(hw, c)
+        if why is None:
+            candidates.append(hw)
+        elif why != "not in --hardware":
+            rejected.append(Rejection(hw.id, why))
+    if not candidates:
+        raise NothingFeasibleError("no device left after filtering: " + _filters_text(c),
+                                   hint="relax --segment, --max-power, --max-price or --hardware")
+    batches = _batches(c)
+    for hw in candidates:
+        cal, source = calibration_of(hw) if calibration_of else (None, "")
+        perf = device_perf(hw, cal, source)
+        best: Recommendation | None = None
+        misses: list[tuple[float, str]] = []
+        for dtype in c.dtypes:
+            if dtype not in hw.dense_tops:
+                misses.append((0.0, f"no {dtype}"))
+                continue
+            try:
+                preds = _predict_batches(workload_at, batches, dtype, hw, perf, c)
+            except UnsupportedPrecisionError as exc:
+                misses.append((0.0, str(exc).split(";")[0]))
+                continue
+            point, reason, closeness = _operating_point(preds, c)
+            if point is None:
+                misses.append((closeness, f"{reason} ({dtype})" if len(c.dtypes) > 1 else reason))
+                continue
+            rec = _recommendation(point, hw, c)
+            if best is None or _score(rec, c.rank_by) > _score(best, c.rank_by):
+                best = rec
+        if best is not None:
+            recs.append(best)
+        else:
+            closeness, reason = max(misses, key=lambda m: m[0]) if misses else (0.0, "no usable precision")
+            rejected.append(Rejection(hw.id, reason, closeness))
+    recs.sort(key=lambda r: _score(r, c.rank_by), reverse=True)
+    if c.top:
+        recs = recs[: c.top]
+    if not recs:
+        closest = max(rejected, key=lambda r: r.closeness)
+        binding = ("latency" if c.latency_s else "throughput" if c.throughput_per_s else "memory")
+        raise NothingFeasibleError(
+            f"no device meets the constraints ({_filters_text(c)}); the {binding} target rules out every "
+            f"candidate; closest miss: {closest.hardware}: {closest.reason}",
+            hint="relax the target, allow another --dtype (or auto), or --mode graph")
+    notes = [f"ranked by {c.rank_by}" + {"efficiency": " (throughput per watt of TDP)",
+                                          "price": " (throughput per 1000 USD of list price)"}.get(c.rank_by, ""),
+             f"mode {c.mode}; latency is per batch"]
+    return RecommendResult(recs, rejected, c, notes)
+
+
+def _predict_batches(workload_at, batches, dtype, hw, perf, c) -> list[Prediction]:
+    preds = []
+    for b in batches:
+        p = predict(workload_at(b, dtype), hw, mode=c.mode, perf=perf)
+        preds.append(p)
+        if not p.fits_memory and c.batch is None:
+            break  # larger batches need more memory still
+        if c.latency_s is not None and p.latency_s > c.latency_s and c.batch is None and b > 1:
+            break  # latency only grows with the batch
+    return preds
+
+
+def _recommendation(p: Prediction, hw: Hardware, c: Constraints) -> Recommendation:
+    tput = p.throughput_per_s
+    price = hw.price_usd
+    return Recommendation(
+        hardware=hw.id, name=hw.name, dtype=p.dtype, batch=p.batch, mode=p.mode, latency_s=p.latency_s,
+        throughput_per_s=tput, attainable_ops_per_s=p.attainable_ops_per_s, utilisation=p.utilisation,
+        bound=p.bound, tdp_w=hw.tdp_w, tops_per_watt=p.attainable_ops_per_s / 1e12 / hw.tdp_w,
+        throughput_per_watt=tput / hw.tdp_w, price_usd=price,
+        throughput_per_kusd=tput / price * 1000 if price else None,
+        headroom=c.latency_s / p.latency_s if c.latency_s else None, calibrated=p.calibrated,
+        memory_required_bytes=p.memory_required_bytes, advice=tuple(advise(p, hw)[:2]),
+    )
+
+
+def _filters_text(c: Constraints) -> str:
+    parts = []
+    if c.latency_s:
+        parts.append(f"latency <= {format_seconds(c.latency_s)}")
+    if c.throughput_per_s:
+        parts.append(f"throughput >= {c.throughput_per_s:g}/s")
+    if c.segment:
+        parts.append(f"segment {c.segment}")
+    if c.max_power_w:
+        parts.append(f"power <= {c.max_power_w:g} W")
+    if c.max_price_usd:
+        parts.append(f"price <= ${c.max_price_usd:,.0f}")
+    if c.hardware:
+        parts.append(f"hardware {', '.join(c.hardware)}")
+    parts.append(f"dtype {'/'.join(c.dtypes)}")
+    return ", ".join(parts)
