@@ -8,12 +8,16 @@ environment variable, several joined with the OS path separator) add devices or 
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
 from pydantic import ValidationError
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 from ..errors import AmbiguousHardwareError, CatalogError, UnknownHardwareError
 from ..suggest import did_you_mean
