@@ -39,14 +39,17 @@ def shipped_catalog_dir() -> Path:
 def format_validation_error(path: Path | str, err: ValidationError) -> str:
     """One line: the file, the first failing field and what was expected."""
     first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "(file)"
+    loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key (not a device-file field; 'tops-advisor hardware schema' lists them)"
     got = first.get("input")
     got_text = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
     more = f" [+{len(err.errors()) - 1} more]" if len(err.errors()) > 1 else ""
-    return f"{path}: field {loc}: {msg}{got_text}{more}"
+    where = f"field {loc}: " if loc else ""  # whole-model checks name their fields in the message
+    return f"{path}: {where}{msg}{got_text}{more}"
 
 
 def load_hardware_file(path: Path | str) -> Hardware:
@@ -75,9 +78,24 @@ def _files_in(directory: Path) -> list[Path]:
     if not directory.is_dir():
         raise CatalogError(f"catalog path {directory} is not a directory")
     try:
-        return sorted(p for p in directory.glob("*.toml") if p.is_file())
+        # iterdir, not glob: glob swallows a permission error and would make the directory look empty
+        return sorted(p for p in directory.iterdir() if p.suffix == ".toml" and p.is_file())
     except OSError as exc:
         raise CatalogError(f"catalog directory {directory} cannot be read: {exc}") from None
+
+
+def check_id_clashes(origins: dict[str, Path]) -> None:
+    """Two ids that differ only in case, dashes or underscores ('rtx-4090', 'rtx4090') name one device twice:
+    every alias lookup between them would be ambiguous. Raise naming both files."""
+    by_name: dict[str, str] = {}
+    for device_id in sorted(origins):
+        key = normalise_name(device_id)
+        if key in by_name:
+            other = by_name[key]
+            raise CatalogError(f"{origins[device_id]}: id {device_id!r} names the same device as {other!r} "
+                               f"({origins[other]}); ids must differ by more than dashes",
+                               hint=f"rename one file, or make one file override the other by using id {other!r}")
+        by_name[key] = device_id
 
 
 class Catalog:
@@ -107,6 +125,7 @@ class Catalog:
                 seen[hw.id] = path
                 devices[hw.id] = hw
                 origins[hw.id] = path
+        check_id_clashes(origins)
         return cls(devices.values(), origins)
 
     def __iter__(self) -> Iterator[Hardware]:

@@ -28,9 +28,12 @@ def echo_json(obj) -> None:
 
 def console():
     """A rich console for tables (stdout)."""
+    import shutil
+
     from rich.console import Console
 
-    return Console(soft_wrap=False)
+    # a real terminal's width; 140 columns when piped (rich would otherwise wrap tables at 80)
+    return Console(soft_wrap=False, width=shutil.get_terminal_size((140, 24)).columns)
 
 
 def err_console():

@@ -1,0 +1,205 @@
+"""`tops-advisor hardware ...`: list, show, compare and validate catalog devices; print the file schema."""
+
+from __future__ import annotations
+
+import json
+import typing
+from pathlib import Path
+
+import click
+
+from ..catalog.schema import Segment
+from ..units import PEAK_KEYS
+from .common import catalog_option, console, echo_json, get_catalog, json_option
+
+SEGMENTS = typing.get_args(Segment)
+EXIT_INVALID = 1
+
+
+@click.group()
+def hardware() -> None:
+    """The hardware catalog: peaks, memory, bandwidth and power of each device, with sources."""
+
+
+@hardware.command("list")
+@click.option("--segment", type=click.Choice(SEGMENTS), help="Only devices of this segment.")
+@click.option("--min-memory", "min_memory_gb", type=float, metavar="GB",
+              help="Only devices with at least this much memory (GB = 1e9 bytes).")
+@click.option("--precision", help=f"Only devices with a dense peak in this precision ({', '.join(PEAK_KEYS)}).")
+@catalog_option
+@json_option
+def list_(segment, min_memory_gb, precision, catalog_dirs, as_json):
+    """List the devices in the catalog."""
+    from ..errors import InputError
+    from ..render.hardware import device_record, list_columns, list_row, list_title
+    from ..units import parse_precision
+
+    if min_memory_gb is not None and min_memory_gb < 0:
+        raise InputError(f"--min-memory must be zero or more GB, got {min_memory_gb:g}")
+    if precision is not None:
+        precision = parse_precision(precision, allowed=PEAK_KEYS)
+    devices = [hw for hw in get_catalog(catalog_dirs)
+               if (segment is None or hw.segment == segment)
+               and (min_memory_gb is None or hw.memory_gb >= min_memory_gb)
+               and (precision is None or precision in hw.dense_tops)]
+    if as_json:
+        echo_json([device_record(hw) for hw in devices])
+        return
+    from rich import box
+    from rich.table import Table
+
+    out = console()
+    with_name = out.width >= 100  # names wrap badly in narrow terminals; ids are what commands take
+    table = Table(title=list_title(len(devices), precision), title_justify="left", box=box.SIMPLE_HEAD)
+    cols = list_columns(precision, with_name)
+    for i, col in enumerate(cols):
+        table.add_column(col, justify="right" if 0 < i < len(cols) - with_name else "left")
+    for hw in devices:
+        table.add_row(*list_row(hw, precision, with_name))
+    out.print(table)
+    if not devices:
+        click.echo("no device matches these filters", err=True)
+
+
+@hardware.command()
+@click.argument("device")
+@catalog_option
+@json_option
+def show(device, catalog_dirs, as_json):
+    """Everything known about DEVICE (an id or alias), with the source of each number."""
+    from ..render.hardware import device_record, peak_rows, show_rows, source_lines
+
+    catalog = get_catalog(catalog_dirs)
+    hw = catalog.get(device)
+    if as_json:
+        echo_json(device_record(hw))
+        return
+    from rich.table import Table
+
+    out = console()
+    origin = catalog.origins.get(hw.id)
+    out.print(f"[bold]{hw.name}[/bold] ({hw.id})" + (f"  from {origin}" if origin else ""))
+    if hw.aliases:
+        out.print(f"aliases: {', '.join(hw.aliases)}")
+    facts = Table(show_header=True)
+    for col in ("field", "value", "source"):
+        facts.add_column(col, overflow="fold")
+    for row in show_rows(hw):
+        facts.add_row(*row)
+    out.print(facts)
+    peaks = Table(title="Peaks (TOPS = 1e12 ops/s; a multiply-add is 2 ops)", title_justify="left")
+    for i, col in enumerate(("precision", "dense", "2:4 sparse", "dense TOPS/W", "ridge ops/byte", "source")):
+        peaks.add_column(col, justify="right" if 0 < i < 5 else "left", overflow="fold")
+    for row in peak_rows(hw):
+        peaks.add_row(*row)
+    out.print(peaks)
+    if hw.notes:
+        out.print("[bold]Notes[/bold]")
+        for n in hw.notes:
+            out.print(f"- {n}", highlight=False)
+    out.print("[bold]Sources[/bold]")
+    for line in source_lines(hw):
+        out.print(line, highlight=False, markup=False)
+
+
+@hardware.command()
+@click.argument("devices", nargs=-1, required=True)
+@catalog_option
+@json_option
+def compare(devices, catalog_dirs, as_json):
+    """Compare DEVICES side by side: dense and sparse peaks, bandwidth, memory, power, TOPS/W."""
+    from ..errors import InputError
+    from ..render.hardware import compare_record, compare_rows
+
+    catalog = get_catalog(catalog_dirs)
+    chosen = []
+    for name in devices:
+        hw = catalog.get(name)
+        if hw.id not in (c.id for c in chosen):
+            chosen.append(hw)
+    if len(chosen) < 2:
+        raise InputError(f"compare needs at least two different devices, got {', '.join(devices)}",
+                         hint=f"use 'tops-advisor hardware show {devices[0]}' for one device")
+    if as_json:
+        echo_json([compare_record(hw) for hw in chosen])
+        return
+    from rich.table import Table
+
+    table = Table(title="Key parameters (dense and 2:4 sparse never mixed; TOPS/W uses TDP)",
+                  title_justify="left")
+    table.add_column("parameter", no_wrap=True)
+    for hw in chosen:
+        table.add_column(hw.id, justify="right", overflow="fold")
+    for row in compare_rows(chosen):
+        table.add_row(*row)
+    console().print(table)
+
+
+def _validate_paths(paths: tuple[Path, ...]) -> list[dict]:
+    """One result per file: {path, ok, id, error}. Directories expand to their *.toml files."""
+    from ..catalog import load_hardware_file
+    from ..catalog.schema import normalise_name
+    from ..errors import CatalogError
+
+    results: list[dict] = []
+    for path in paths:
+        if path.is_dir():
+            files = sorted(p for p in path.glob("*.toml") if p.is_file())
+            if not files:
+                results.append({"path": str(path), "ok": False, "id": None,
+                                "error": f"{path}: no .toml device files in this directory"})
+                continue
+        elif path.exists():
+            files = [path]
+        else:
+            results.append({"path": str(path), "ok": False, "id": None, "error": f"{path}: no such file or directory"})
+            continue
+        seen: dict[str, tuple[str, Path]] = {}  # normalised id -> (id, file), within this path
+        for f in files:
+            try:
+                hw = load_hardware_file(f)
+            except CatalogError as exc:
+                results.append({"path": str(f), "ok": False, "id": None, "error": str(exc)})
+                continue
+            key = normalise_name(hw.id)
+            if key in seen:
+                other_id, other_file = seen[key]
+                results.append({"path": str(f), "ok": False, "id": hw.id,
+                                "error": f"{f}: id {hw.id!r} names the same device as {other_id!r} ({other_file}); "
+                                         "ids must differ by more than dashes"})
+                continue
+            seen[key] = (hw.id, f)
+            results.append({"path": str(f), "ok": True, "id": hw.id, "error": None})
+    return results
+
+
+@hardware.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@catalog_option
+@json_option
+@click.pass_context
+def validate(ctx, paths, catalog_dirs, as_json):
+    """Check device files (or directories of them); exit 1 if any is invalid."""
+    results = _validate_paths(paths)
+    if as_json:
+        echo_json(results)
+    else:
+        for r in results:
+            if r["ok"]:
+                click.echo(f"OK     {r['path']} ({r['id']})")
+            else:
+                click.echo(f"ERROR  {r['error']}")
+        bad = sum(not r["ok"] for r in results)
+        click.echo(f"{len(results) - bad} valid, {bad} invalid", err=True)
+    if any(not r["ok"] for r in results):
+        ctx.exit(EXIT_INVALID)
+
+
+@hardware.command()
+@catalog_option
+@json_option
+def schema(catalog_dirs, as_json):
+    """Print the JSON Schema of a device file (point your editor's TOML/YAML schema support at it)."""
+    from ..catalog import Hardware
+
+    click.echo(json.dumps(Hardware.model_json_schema(), indent=2))

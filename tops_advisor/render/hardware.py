@@ -1,0 +1,187 @@
+"""Pure rendering of catalog devices: JSON records and table rows (strings). No I/O, no rich objects.
+
+Peaks are shown in TOPS (1e12 ops/s, a multiply-add counts 2), bandwidth in GB/s (1e9 bytes/s), memory in
+GB (1e9 bytes): the units the datasheets print, so a reader can check a cell against its source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..catalog import Hardware
+from ..units import PEAK_KEYS
+
+MISSING = "-"
+
+# `hardware list` columns (without a --precision filter) and the precisions they show.
+LIST_PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "fp8", "int8")
+
+
+def fmt_number(value: float | None, digits: int = 4) -> str:
+    """989.5 -> '989.5', 1979 -> '1,979', 18000 -> '18,000', 0.2531 -> '0.2531', None -> '-'."""
+    if value is None:
+        return MISSING
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def fmt_ratio(value: float | None) -> str:
+    """TOPS/W and ops/byte: three significant digits (whole numbers from 100 up)."""
+    if value is None:
+        return MISSING
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def peak_precisions(devices: Iterable[Hardware]) -> list[str]:
+    """Precision keys any of the devices has (dense or sparse), in the canonical table order."""
+    have: set[str] = set()
+    for hw in devices:
+        have |= set(hw.dense_tops) | set(hw.sparse_tops)
+    return [p for p in PEAK_KEYS if p in have]
+
+
+def ridge_ops_per_byte(hw: Hardware, precision: str, sparse: bool = False) -> float | None:
+    """Arithmetic intensity where the roofline turns from memory- to compute-bound (ops per DRAM byte)."""
+    peak = hw.peak_ops_per_s(precision, sparse=sparse)
+    return None if peak is None else peak / hw.memory_bandwidth_bytes_per_s
+
+
+def device_record(hw: Hardware) -> dict:
+    """The device as JSON: every field of the file (id, name, memory_gb, ..., dense_tops, sparse_tops,
+    sources, citations, notes)."""
+    return hw.model_dump(mode="json")
+
+
+def compare_record(hw: Hardware) -> dict:
+    """The device plus the derived columns `hardware compare` shows."""
+    rec = device_record(hw)
+    rec["tops_per_watt"] = {
+        "dense": {p: hw.tops_per_watt(p) for p in hw.dense_tops},
+        "sparse": {p: hw.tops_per_watt(p, sparse=True) for p in hw.sparse_tops},
+    }
+    rec["ridge_ops_per_byte"] = {p: ridge_ops_per_byte(hw, p) for p in hw.dense_tops}
+    return rec
+
+
+def list_columns(precision: str | None = None, with_name: bool = True) -> list[str]:
+    """Header of `hardware list`: id, the numeric columns, then the name (the column that may wrap)."""
+    cols = ["id", "GB", "GB/s", "W"]
+    if precision:
+        cols += [f"{precision} dense", f"{precision} sparse", "TOPS/W"]
+    else:
+        cols += list(LIST_PRECISIONS)
+    return cols + ["name"] if with_name else cols
+
+
+def list_title(count: int, precision: str | None = None) -> str:
+    what = f"{precision} peaks in TOPS, dense and 2:4 sparse" if precision else "dense peaks in TOPS"
+    return f"{count} devices: memory GB, bandwidth GB/s, TDP W, {what}"
+
+
+def list_row(hw: Hardware, precision: str | None = None, with_name: bool = True) -> list[str]:
+    row = [hw.id, fmt_number(hw.memory_gb), fmt_number(hw.memory_bandwidth_gb_s), fmt_number(hw.tdp_w)]
+    if precision:
+        row += [fmt_number(hw.dense_tops.get(precision)), fmt_number(hw.sparse_tops.get(precision)),
+                fmt_ratio(hw.tops_per_watt(precision))]
+    else:
+        row += [fmt_number(hw.dense_tops.get(p)) for p in LIST_PRECISIONS]
+    return row + [hw.name] if with_name else row
+
+
+def _peer(hw: Hardware) -> str:
+    if not hw.peer_link:
+        return "none"
+    bw = f" {fmt_number(hw.peer_link_bandwidth_gb_s)} GB/s" if hw.peer_link_bandwidth_gb_s else ""
+    return f"{hw.peer_link}{bw}"
+
+
+def _pcie(hw: Hardware) -> str:
+    if hw.pcie_gen and hw.pcie_lanes:
+        bw = hw.pcie_bandwidth_bytes_per_s
+        return f"Gen{hw.pcie_gen} x{hw.pcie_lanes} ({bw / 1e9:.1f} GB/s per direction)" if bw else \
+            f"Gen{hw.pcie_gen} x{hw.pcie_lanes}"
+    return hw.host_interface or MISSING
+
+
+def compare_rows(devices: Sequence[Hardware]) -> list[list[str]]:
+    """The key-parameter table: one row per parameter, one column per device (first cell = parameter).
+
+    For every precision any device has: the dense peak, the 2:4-sparse peak, dense TOPS per watt and the
+    dense ridge point (ops/byte), so sparse marketing figures never stand in for dense ones. The sparse row is
+    left out for a precision no device has a sparse peak for (fp64, fp32).
+    """
+    rows: list[list[str]] = [
+        ["name", *(hw.name for hw in devices)],
+        ["architecture", *(hw.architecture for hw in devices)],
+        ["segment", *(hw.segment for hw in devices)],
+        ["memory GB", *(f"{fmt_number(hw.memory_gb)} {hw.memory_type}" for hw in devices)],
+        ["memory bandwidth GB/s", *(fmt_number(hw.memory_bandwidth_gb_s) for hw in devices)],
+        ["TDP W", *(fmt_number(hw.tdp_w) for hw in devices)],
+        ["peer link (total, bidirectional)", *(_peer(hw) for hw in devices)],
+        ["PCIe", *(_pcie(hw) for hw in devices)],
+        ["SMs / CUs", *(f"{hw.compute_units} {hw.compute_unit_name}" if hw.compute_units else MISSING
+                        for hw in devices)],
+        ["L2 MB", *(fmt_number(hw.l2_cache_mb) for hw in devices)],
+        ["boost clock MHz", *(fmt_number(hw.boost_clock_mhz) for hw in devices)],
+    ]
+    for p in peak_precisions(devices):
+        rows.append([f"{p} dense TOPS", *(fmt_number(hw.dense_tops.get(p)) for hw in devices)])
+        if any(p in hw.sparse_tops for hw in devices):
+            rows.append([f"{p} 2:4 sparse TOPS", *(fmt_number(hw.sparse_tops.get(p)) for hw in devices)])
+        rows.append([f"{p} dense TOPS/W", *(fmt_ratio(hw.tops_per_watt(p)) for hw in devices)])
+        rows.append([f"{p} ridge ops/byte", *(fmt_ratio(ridge_ops_per_byte(hw, p)) for hw in devices)])
+    rows.append(["list price USD", *(_price(hw) for hw in devices)])
+    return rows
+
+
+def _price(hw: Hardware) -> str:
+    if hw.price_usd is None:
+        return MISSING
+    return f"{hw.price_usd:,.0f}" + (f" ({hw.price_date})" if hw.price_date else "")
+
+
+_SHOW_FIELDS: tuple[tuple[str, str], ...] = (
+    ("vendor", ""), ("architecture", ""), ("segment", ""), ("form_factor", ""), ("launch_date", ""),
+    ("memory_gb", "GB"), ("memory_type", ""), ("memory_bandwidth_gb_s", "GB/s"), ("l2_cache_mb", "MB"),
+    ("compute_units", ""), ("boost_clock_mhz", "MHz"), ("tdp_w", "W"), ("power_modes_w", "W"),
+    ("host_interface", ""), ("pcie_gen", ""), ("pcie_lanes", ""), ("peer_link", ""),
+    ("peer_link_bandwidth_gb_s", "GB/s"), ("price_usd", "USD"), ("price_date", ""), ("price_note", ""),
+)
+
+
+def show_rows(hw: Hardware) -> list[list[str]]:
+    """[field, value, citation] for every field the file sets."""
+    rows = []
+    for name, unit in _SHOW_FIELDS:
+        value = getattr(hw, name)
+        if value in (None, ()):
+            continue
+        if isinstance(value, tuple):
+            text = ", ".join(fmt_number(v) for v in value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            text = fmt_number(value)
+        else:
+            text = str(value)
+        if name == "compute_units":
+            unit = hw.compute_unit_name
+        rows.append([name, f"{text} {unit}".strip(), hw.citation(name) or ""])
+    return rows
+
+
+def peak_rows(hw: Hardware) -> list[list[str]]:
+    """[precision, dense TOPS, 2:4 sparse TOPS, dense TOPS/W, ridge ops/byte, citation of the dense figure]."""
+    rows = []
+    for p in peak_precisions([hw]):
+        rows.append([p, fmt_number(hw.dense_tops.get(p)), fmt_number(hw.sparse_tops.get(p)),
+                     fmt_ratio(hw.tops_per_watt(p)), fmt_ratio(ridge_ops_per_byte(hw, p)),
+                     hw.citation(f"dense_tops.{p}") or ""])
+    return rows
+
+
+def source_lines(hw: Hardware) -> list[str]:
+    out = []
+    for s in hw.sources:
+        extra = ", ".join(x for x in (s.publisher, s.date, s.url) if x)
+        out.append(f"[{s.key}] {s.title}" + (f" ({extra})" if extra else ""))
+    return out
