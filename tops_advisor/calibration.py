@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import sys
 import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
-from .errors import CalibrationError
+from .errors import CalibrationError, TopsAdvisorError
 
 SCHEMA_VERSION = 1
 
@@ -29,6 +31,18 @@ class GemmSample(BaseModel):
     k: PositiveInt
     batch: PositiveInt = 1
     tops: PositiveFloat
+
+
+class SustainedSample(BaseModel):
+    """One sampling interval of a sustained run: throughput over the interval and the card's state at its end."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    t_s: float
+    tops: float
+    sm_clock_mhz: float | None = None
+    power_w: float | None = None
+    temperature_c: float | None = None
+    throttle_reasons: tuple[str, ...] = ()
 
 
 class SustainedResult(BaseModel):
@@ -47,6 +61,7 @@ class SustainedResult(BaseModel):
     tops_per_watt: float | None = None
     throttle_reasons: tuple[str, ...] = ()
     throttled: bool = False
+    samples: tuple[SustainedSample, ...] = ()
 
 
 class Calibration(BaseModel):
@@ -69,6 +84,15 @@ class Calibration(BaseModel):
         default=None, description="Per-kernel time of a tiny kernel launched eagerly from this host.")
     gemm_samples: tuple[GemmSample, ...] = ()
     sustained: SustainedResult | None = None
+    elementwise_bandwidth_gb_s: PositiveFloat | None = Field(
+        default=None, description="Large c = a + b: (2 reads + 1 write) bytes / time.")
+    article_point_tops: dict[str, PositiveFloat] = Field(
+        default_factory=dict, description="The 8192 x 8192 x 8192 product per precision, TOPS.")
+    best_gemm_shapes: dict[str, str] = Field(
+        default_factory=dict, description="Precision -> 'MxNxK' of the best rate in measured_tops.")
+    backend: str = Field(default="cuda", description="'cuda' or 'cpu'.")
+    mode: str = Field(default="", description="Probe mode: 'quick' or 'full'.")
+    notes: tuple[str, ...] = Field(default=(), description="What was skipped or looked wrong while measuring.")
     environment: dict[str, str] = Field(default_factory=dict)
     created: str = ""
     probe_version: str = ""
@@ -115,8 +139,80 @@ def save_calibration(cal: Calibration, path: Path | str) -> Path:
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a calibration is an ordinary shareable file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+# --- where calibrations live --------------------------------------------------------------------------
+DIR_ENV_VAR = "TOPS_ADVISOR_CALIBRATION_DIR"
+
+
+def default_calibration_dir() -> Path:
+    """The user's calibration directory: $TOPS_ADVISOR_CALIBRATION_DIR, else <user data dir>/calibrations."""
+    env = os.environ.get(DIR_ENV_VAR)
+    if env:
+        return Path(env)
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("tops-advisor", appauthor=False)) / "calibrations"
+
+
+def shipped_calibration_dir() -> Path:
+    """hardware_db/calibrations, beside the shipped catalog (in the wheel or the source checkout)."""
+    from .catalog.loader import shipped_catalog_dir
+
+    return shipped_catalog_dir() / "calibrations"
+
+
+def calibration_filename(hardware_id: str) -> str:
+    """'h200-sxm' -> 'h200-sxm.json'; an NVML name ('NVIDIA Foo 24GB') -> 'nvidia-foo-24gb.json'."""
+    slug = re.sub(r"[^a-z0-9]+", "-", hardware_id.strip().lower()).strip("-")
+    return f"{slug or 'unknown'}.json"
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"warning: {message}\n")
+
+
+def find_calibration(hardware_id: str, explicit_path: Path | str | None = None) -> tuple[Calibration | None, str]:
+    """The calibration for ``hardware_id`` and where it came from: explicit file > user dir > shipped.
+
+    Returns ``(None, "none")`` when there is none. A corrupt or mismatched file found implicitly is ignored
+    with one warning line on stderr; an explicit bad file raises CalibrationError.
+    """
+    if explicit_path is not None:
+        cal = load_calibration(explicit_path)
+        if cal.hardware != hardware_id:
+            raise CalibrationError(
+                f"calibration file {explicit_path} was measured on {cal.hardware!r}, not {hardware_id!r}",
+                hint="pass a calibration of the device you predict for, or leave --calibration out")
+        return cal, f"file {explicit_path}"
+    candidates: list[tuple[str, Path]] = [("user", default_calibration_dir())]
+    try:
+        candidates.append(("shipped", shipped_calibration_dir()))
+    except TopsAdvisorError:
+        pass
+    name = calibration_filename(hardware_id)
+    for where, directory in candidates:
+        path = directory / name
+        try:
+            if not path.is_file():
+                continue
+        except OSError:
+            continue
+        try:
+            cal = load_calibration(path)
+        except CalibrationError as exc:
+            _warn(f"ignoring calibration: {exc}")
+            continue
+        if cal.hardware != hardware_id:
+            _warn(f"ignoring calibration {path}: it was measured on {cal.hardware!r}, not {hardware_id!r}")
+            continue
+        return cal, f"{where} {path}"
+    return None, "none"

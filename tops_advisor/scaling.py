@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from .errors import CountingError
 from .units import BYTES_PER_ELEMENT
-from .workload import GemmShape, OpRecord, Workload
+from .workload import GemmShape, Workload
 
 
 def _lerp(v1: float, v2: float, t: float) -> float:

@@ -40,32 +40,73 @@ VECTOR_FRACTION = Default(0.70, "assumed")
 
 # Device-side cost per kernel when kernels are replayed back to back (CUDA graph): launch, ramp-up of the
 # first wave and the tail. Replaced by the probe's kernel_graph_us.
-KERNEL_DEVICE_S = Default(2.5e-6, "assumed from CUDA graph replays of tiny kernels on Hopper (~2-3 us)")
+# What the probe measures on the card where the kernel floor and gap above were measured (H200, probe
+# kernel_graph_us / kernel_eager_us, hardware_db/calibrations/h200-sxm.json). A calibration of another card
+# scales the floor, gap and eager operator cost by its own measurement over these.
+TINY_KERNEL_REFERENCE_S = Default(0.87e-6, "H200 probe: trivial kernel replayed in a CUDA graph")
+EAGER_LAUNCH_REFERENCE_S = Default(10.8e-6, "H200 probe: trivial operator launched eagerly from Python")
+KERNEL_GAP_S = Default(1.0e-6, "see KERNEL_FLOOR_S")
+KERNEL_FLOOR_S = Default(3.0e-6, "H200, benchmarks/results/h200_primitives.json: tiny relu/add/copy kernels "
+                                   "replayed in a CUDA graph take 1.6-1.9 us each, data movement included")
+
+# Activations that fit in L2 are read back from it by the next operator (weights are not: a forward pass
+# touches each weight once, and all of them together rarely fit). L2 serves them this much faster than DRAM.
+L2_ACTIVATION_SPEEDUP = Default(1.0, "assumed: Hopper/Ampere L2 bandwidth is ~3x HBM (Citadel-style "
+                                     "microbenchmarks report ~10-12 TB/s on H100)")
 
 # Host cost of one eager PyTorch operator (Python, dispatcher, kernel launch), and of each extra kernel it
 # launches. Replaced by the probe's kernel_eager_us.
-EAGER_OP_S = Default(9e-6, "assumed: eager PyTorch runs on the order of 100k small ops/s on a fast host")
+EAGER_OP_S = Default(22e-6, "H200 machine (16-core VM host), benchmarks/results/h200_models.json: eager "
+                             "forwards at batch 1 cost 23-30 us per operator (ResNet-50, BERT-Large, GPT-2), "
+                             "nn.Module calls and views included")
 EAGER_EXTRA_KERNEL_S = Default(3e-6, "assumed: a plain cudaLaunchKernel costs ~2-4 us of host time")
 EAGER_NO_KERNEL_OP_S = Default(2e-6, "assumed: a view or metadata op costs host time but no kernel")
 
 # Compute efficiency of an operator kind relative to a plain GEMM of the same shape.
 KIND_COMPUTE_FACTOR = {
     "matmul": Default(1.0, "by definition"),
-    "conv": Default(0.80, "assumed: cuDNN implicit GEMM trails cuBLAS on the same GEMM shape"),
-    "attention": Default(0.55, "FlashAttention-2 forward reaches ~50-70% of dense peak (Dao 2023, Fig. 4-5)"),
+    "conv": Default(0.40, "H200 primitives (fp16 NCHW, cuDNN 9): 3x3 convolutions at batch 32 reach 150-255 "
+                          "TFLOPS against ~790 for cuBLAS GEMMs; TF32 convs 36% of the TF32 peak"),
+    "attention": Default(0.70, "FlashAttention-2 forward reaches ~50-70% of dense peak (Dao 2023, Fig. 4-5); "
+                               "H200 primitives: SDPA fp16 171-475 TFLOPS, rising with sequence and head dim"),
 }
 
 # Bandwidth efficiency of memory-bound kinds relative to the attainable copy bandwidth.
+# From benchmarks/results/h200_primitives.json (large sizes, fp16 and fp32 averaged, relative to 85% of the
+# datasheet bandwidth): relu/add/gelu 0.7-1.0, layer/batch norm 0.36-0.7, softmax 0.5, max pooling 0.15-0.3,
+# depthwise convolution (CUDA cores) ~0.3.
 KIND_BANDWIDTH_FACTOR = {
-    "elementwise": 1.0, "norm": 0.9, "softmax": 0.9, "reduction": 0.9, "pool": 0.8, "embedding": 0.6,
-    "copy": 0.85, "other": 0.8, "matmul": 1.0, "conv": 0.9, "attention": 1.0,
+    "elementwise": 0.9, "norm": 0.5, "softmax": 0.55, "reduction": 0.8, "pool": 0.25, "embedding": 0.6,
+    "copy": 0.9, "other": 0.8, "matmul": 1.0, "conv": 0.9, "attention": 1.0,
 }
+# Convolutions with at most this many output channels per group (depthwise) run as direct convolutions on
+# the CUDA cores, memory-bound at DEPTHWISE_BANDWIDTH_FACTOR of the attainable bandwidth.
+DEPTHWISE_MAX_CHANNELS_PER_GROUP = 4
+DEPTHWISE_BANDWIDTH_FACTOR = 0.3
+# TF32 convolutions reach a larger share of their (lower) peak than fp16 NCHW ones, which pay for layout
+# conversions: H200 primitives, 3x3 convs at batch 32: TF32 23-46% of the TF32 peak, fp16 19-32% of fp16's.
+CONV_TF32_FACTOR = Default(0.55, "H200 primitives: TF32 3x3 convolutions 92-180 TFLOPS of 395 attainable")
+# How far BLAS libraries split K for short-and-wide GEMMs (cuBLAS: yes, cuDNN convolutions: rarely).
+MAX_SPLIT_K = {"matmul": 4.0, "attention": 1.0, "conv": 1.0}
+MAX_SPLIT_K_SIMT = 2.0  # plain FP32 GEMMs split K less (H200 primitives, fp32 Linear on 128 tokens)
 
 # Memory the runtime takes besides weights and activations (CUDA context, cuBLAS/cuDNN workspaces).
 RUNTIME_MEMORY_BYTES = Default(0.5e9, "assumed: CUDA context ~300-500 MB plus library workspaces")
 
 # GEMM tiles a BLAS library picks from, with the fraction of the large-GEMM rate each reaches when full:
 # smaller tiles reuse less data and run below peak (CUTLASS/cuBLAS tile configurations).
-GEMM_TILES = ((128, 256, 1.0), (128, 128, 0.92), (64, 128, 0.8), (64, 64, 0.6), (32, 32, 0.3))
+# The (8, 128) tile stands for the GEMV / skinny kernels libraries pick when m is tiny (LLM decode): they
+# stream the weights at full bandwidth, so a batch-1 product is memory-bound, as measured.
+GEMM_TILES = ((128, 256, 1.0), (128, 128, 0.92), (64, 128, 0.8), (64, 64, 0.6), (32, 32, 0.3), (8, 128, 0.6))
+# Plain FP32 (no tensor cores) runs SIMT kernels with large tiles only: H200 primitives, fp32 Linear 4096->1024
+# on 128 tokens took 86 us (a 64x64-tile model would predict 34 us).
+GEMM_TILES_SIMT = ((128, 128, 1.0), (128, 64, 0.85))
+# Probed GEMMs shorter than this are not used to correct predictions: the probe times one call with CUDA
+# events after an L2 flush, which adds several microseconds (H200: a 1x1024x1024 GEMM read 7.7 us).
+GEMM_SAMPLE_MIN_S = Default(25e-6, "H200 probe samples: times below ~20 us are flat in m (fixed cost)")
 # K below which a GEMM's prologue/epilogue dominates: efficiency k / (k + K_HALF).
 GEMM_K_HALF = 48.0
+# Alignment (bytes common to the row lengths n and k) -> fraction of the aligned rate. NVIDIA's "Matrix
+# Multiplication Background User's Guide" asks for multiples of 16 bytes; measured on the H200: GPT-2's LM head
+# (n = 50257, fp16, 2-byte alignment) ran at 94 TFLOPS where aligned GEMMs of that size reach ~700.
+GEMM_ALIGNMENT = {16.0: 1.0, 8.0: 0.5, 4.0: 0.3, 2.0: 0.15, 1.0: 0.1}

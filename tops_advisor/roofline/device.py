@@ -21,12 +21,15 @@ class DevicePerf:
     matrix_ops_per_s: dict[str, float]     # best large-GEMM rate per precision
     vector_ops_per_s: float                # non-tensor rate for elementwise work
     bandwidth_bytes_per_s: float           # attainable DRAM bandwidth (large copy)
-    kernel_device_s: float                 # per-kernel device cost (graph replay)
+    kernel_floor_s: float                  # shortest time a real kernel takes (launch, latency, tail)
+    kernel_gap_s: float                    # idle gap between back-to-back kernels (graph replay)
     eager_op_s: float                      # host cost per eager operator
     eager_extra_kernel_s: float
     eager_no_kernel_op_s: float
     calibrated: bool
     calibration_source: str = ""
+    # measured GEMMs per precision: (log2 m, log2 n, log2 k) rows and measured seconds (from the probe)
+    gemm_samples: dict[str, tuple] = field(default_factory=dict)
     assumptions: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -50,7 +53,7 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
     matrix = {p: t * 1e12 * frac.value for p, t in hw.dense_tops.items()}
     bw_default = D.BANDWIDTH_FRACTION[_memory_family(hw.memory_type)]
     bandwidth = hw.memory_bandwidth_bytes_per_s * bw_default.value
-    kernel_s, eager_s = D.KERNEL_DEVICE_S.value, D.EAGER_OP_S.value
+    floor_s, gap_s, eager_s = D.KERNEL_FLOOR_S.value, D.KERNEL_GAP_S.value, D.EAGER_OP_S.value
     calibrated = calibration is not None
     if calibration is not None:
         ratios = [calibration.measured_tops[p] / hw.dense_tops[p]
@@ -66,16 +69,33 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
                          f"{', '.join(missing)}")
         bandwidth = calibration.memory_bandwidth_bytes_per_s
         if calibration.kernel_graph_us:
-            kernel_s = calibration.kernel_graph_us * 1e-6
+            # the probe times a trivial kernel; real kernels' floor and gap scale with it
+            scale = calibration.kernel_graph_us * 1e-6 / D.TINY_KERNEL_REFERENCE_S.value
+            floor_s, gap_s = floor_s * scale, gap_s * scale
         if calibration.kernel_eager_us:
-            eager_s = calibration.kernel_eager_us * 1e-6
+            # a model's operator also pays nn.Module and Python overhead: scale, don't replace
+            eager_s = eager_s * calibration.kernel_eager_us * 1e-6 / D.EAGER_LAUNCH_REFERENCE_S.value
     else:
         notes.append(f"matrix peaks = {frac.value:.0%} of datasheet dense ({frac.source})")
         notes.append(f"bandwidth = {bw_default.value:.0%} of datasheet ({bw_default.source})")
     vector = hw.dense_tops["fp32"] * 1e12 * D.VECTOR_FRACTION.value
+    samples: dict[str, tuple] = {}
+    if calibration is not None:
+        import numpy as np
+
+        for p in {s.precision for s in calibration.gemm_samples}:
+            # short GEMMs are dominated by the timing's fixed cost (events, L2 flush): only long ones inform
+            rows = [s for s in calibration.gemm_samples if s.precision == p
+                    and 2.0 * s.m * s.n * s.k * s.batch / (s.tops * 1e12) >= D.GEMM_SAMPLE_MIN_S.value]
+            if not rows:
+                continue
+            coords = np.log2(np.array([[s.m, s.n, s.k * s.batch] for s in rows], dtype=np.float64))
+            dims = np.array([[s.m, s.n, s.k, s.batch] for s in rows], dtype=np.float64)
+            seconds = np.array([2.0 * s.m * s.n * s.k * s.batch / (s.tops * 1e12) for s in rows])
+            samples[p] = (coords, dims, seconds)
     return DevicePerf(
         hardware=hw, matrix_ops_per_s=matrix, vector_ops_per_s=vector, bandwidth_bytes_per_s=bandwidth,
-        kernel_device_s=kernel_s, eager_op_s=eager_s, eager_extra_kernel_s=D.EAGER_EXTRA_KERNEL_S.value,
+        kernel_floor_s=floor_s, kernel_gap_s=gap_s, eager_op_s=eager_s, eager_extra_kernel_s=D.EAGER_EXTRA_KERNEL_S.value,
         eager_no_kernel_op_s=D.EAGER_NO_KERNEL_OP_S.value, calibrated=calibrated,
-        calibration_source=calibration_source, assumptions=tuple(notes),
+        calibration_source=calibration_source, assumptions=tuple(notes), gemm_samples=samples,
     )

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .defaults import GEMM_K_HALF, GEMM_TILES
+from .defaults import GEMM_ALIGNMENT, GEMM_K_HALF, GEMM_TILES
 
 
-def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, units: int) -> np.ndarray:
+def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, units: int,
+                    max_split_k: np.ndarray | float = 4.0, element_bytes: np.ndarray | float = 2.0,
+                    tiles: tuple[tuple[int, int, float], ...] = GEMM_TILES) -> np.ndarray:
     """Fraction (0..1] of the large-GEMM rate reached by ``batch`` x (m x k)(k x n) products.
 
-    Shapes with m == 0 (no GEMM known) get 1.0.
+    ``max_split_k``: how far the library splits K to fill the machine (cuBLAS does for matmuls; cuDNN's
+    implicit-GEMM convolutions mostly do not: pass 1). ``element_bytes`` sets the alignment penalty: rows whose
+    length (n or k) is not a multiple of 16 bytes force slower kernels. Shapes with m == 0 (no GEMM known)
+    get 1.0.
     """
     m = np.asarray(m, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
@@ -23,15 +28,35 @@ def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarr
     known = m > 0
     ms, ns, ks = np.where(known, m, 1.0), np.where(known, n, 1.0), np.where(known, k, 1.0)
     best = np.zeros_like(ms)
-    for tm, tn, quality in GEMM_TILES:
+    for tm, tn, quality in tiles:
         tiles_m, tiles_n = np.ceil(ms / tm), np.ceil(ns / tn)
         tiles = tiles_m * tiles_n * b
         padding = (ms * ns) / (tiles_m * tm * tiles_n * tn)
         # split K when there are too few tiles to fill the machine (each split keeps >= 256 of K)
-        split = np.clip(np.floor(units / tiles), 1.0, np.maximum(np.floor(ks / 256.0), 1.0))
+        split = np.clip(np.floor(units / tiles), 1.0,
+                        np.minimum(np.maximum(np.floor(ks / 256.0), 1.0), max_split_k))
         work = tiles * split
         waves = np.ceil(work / units)
         occupancy = work / (waves * units)
         best = np.maximum(best, quality * padding * occupancy)
     ramp = ks / (ks + GEMM_K_HALF)
-    return np.where(known, np.clip(best * ramp, 1e-4, 1.0), 1.0)
+    return np.where(known, np.clip(best * ramp * alignment_factor(ns, ks, element_bytes), 1e-4, 1.0), 1.0)
+
+
+def alignment_factor(n: np.ndarray, k: np.ndarray, element_bytes: np.ndarray | float) -> np.ndarray:
+    """Penalty for rows not aligned to 16 bytes (the vector width tensor-core kernels load with).
+
+    The largest power-of-two byte alignment common to n and k picks the factor from GEMM_ALIGNMENT.
+    """
+    eb = np.asarray(element_bytes, dtype=np.float64)
+    align = np.full(np.broadcast(n, k).shape, 16.0)
+    for dim in (n, k):
+        row = np.asarray(dim, dtype=np.float64) * eb
+        a = np.ones_like(row)
+        for b in (2.0, 4.0, 8.0, 16.0):
+            a = np.where(np.mod(row, b) == 0, b, a)
+        align = np.minimum(align, a)
+    factor = np.ones_like(align)
+    for bytes_, f in GEMM_ALIGNMENT.items():
+        factor = np.where(align == bytes_, f, factor)
+    return factor

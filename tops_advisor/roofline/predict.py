@@ -144,6 +144,7 @@ def _arrays(w: Workload) -> dict:
     a = {
         "flops": np.array([o.flops for o in ops], dtype=np.float64),
         "bytes": np.array([o.bytes_read + o.bytes_written for o in ops], dtype=np.float64),
+        "param_bytes": np.array([o.param_bytes for o in ops], dtype=np.float64),
         "kernels": np.array([o.kernels for o in ops], dtype=np.float64),
         "kind": np.array([kind_index.get(o.kind, kind_index["other"]) for o in ops], dtype=np.int64),
         "dtype": np.array([o.dtype for o in ops]),
@@ -174,8 +175,17 @@ def _rate_per_op(a: dict, perf: DevicePerf, tf32_matmul: bool) -> tuple[np.ndarr
     rate = np.full(n_ops, perf.vector_ops_per_s)
     precision = np.array(["vector"] * n_ops, dtype=object)
     tensor_mask = np.isin(kinds, [OP_KINDS.index(k) for k in TENSOR_KINDS]) & (a["flops"] > 0)
+    depthwise = _depthwise(a)
+    tensor_mask &= ~depthwise
     if tensor_mask.any():
-        eff = gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units)
+        split = np.array([D.MAX_SPLIT_K.get(k, 1.0) for k in OP_KINDS])[kinds]
+        # alignment matters for tensor-core matmuls only (cuDNN pads convolutions, flash attention any length)
+        elem = np.array([BYTES_PER_ELEMENT.get(str(d), 2.0) for d in a["dtype"]])
+        elem = np.where((kinds == OP_KINDS.index("matmul")) & (a["dtype"] != "fp32"), elem, 16.0)
+        eff = gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units, split, elem)
+        eff_simt = gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units,
+                                   np.minimum(split, D.MAX_SPLIT_K_SIMT), elem,
+                                   tiles=D.GEMM_TILES_SIMT)
         for kind in TENSOR_KINDS:
             factor = D.KIND_COMPUTE_FACTOR[kind].value
             kmask = tensor_mask & (kinds == OP_KINDS.index(kind))
@@ -187,9 +197,48 @@ def _rate_per_op(a: dict, perf: DevicePerf, tf32_matmul: bool) -> tuple[np.ndarr
                     raise UnsupportedPrecisionError(
                         f"{hw.id} has no {prec} peak for {kind} operators; "
                         f"it has {', '.join(hw.dense_tops)}", hint="choose one of those with --dtype")
-                rate[mask] = peak * factor * eff[mask]
+                if kind == "conv" and prec == "tf32":
+                    factor = D.CONV_TF32_FACTOR.value
+                rate[mask] = peak * factor * (eff_simt[mask] if prec in ("fp32", "fp64") else eff[mask])
                 precision[mask] = prec
     return rate, precision
+
+
+def _gemm_sample_correction(a, perf: DevicePerf, precision, compute, memory, tf32_matmul):
+    """With a calibration: scale each matmul's time by measured / modelled time of the nearest probed GEMM
+    (nearest in log2 of m, n and k x batch, same precision). Clipped to [1/3, 3]."""
+    compute, memory = compute.copy(), memory.copy()
+    is_mm = (a["kind"] == OP_KINDS.index("matmul")) & (a["m"] > 0)
+    for prec, (coords, dims, seconds) in perf.gemm_samples.items():
+        mask = is_mm & (precision == prec)
+        if not mask.any():
+            continue
+        # the model's own time for each probed shape, computed the way ops are
+        probe = {"m": dims[:, 0], "n": dims[:, 1], "k": dims[:, 2], "b": dims[:, 3]}
+        eff = gemm_efficiency(probe["m"], probe["n"], probe["k"], probe["b"], perf.compute_units,
+                              D.MAX_SPLIT_K_SIMT if prec in ("fp32", "fp64") else D.MAX_SPLIT_K["matmul"],
+                              BYTES_PER_ELEMENT.get(prec, 2.0) if prec != "fp32" else 16.0,
+                              tiles=D.GEMM_TILES_SIMT if prec in ("fp32", "fp64") else D.GEMM_TILES)
+        peak = perf.matrix_ops_per_s.get(prec)
+        if peak is None:
+            continue
+        flops = 2.0 * dims[:, 0] * dims[:, 1] * dims[:, 2] * dims[:, 3]
+        elem = BYTES_PER_ELEMENT.get(prec, 2.0)
+        nbytes = elem * dims[:, 3] * (dims[:, 0] * dims[:, 2] + dims[:, 2] * dims[:, 1] + dims[:, 0] * dims[:, 1])
+        modelled = np.maximum(flops / (peak * eff), nbytes / perf.bandwidth_bytes_per_s)
+        ratio = np.clip(seconds / modelled, 1 / 3, 3.0)
+        idx = np.flatnonzero(mask)
+        op_coords = np.log2(np.stack([a["m"][idx], a["n"][idx], a["k"][idx] * np.maximum(a["b"][idx], 1)], 1))
+        nearest = np.argmin(((op_coords[:, None, :] - coords[None, :, :]) ** 2).sum(-1), axis=1)
+        compute[idx] *= ratio[nearest]
+        memory[idx] *= ratio[nearest]
+    return compute, memory
+
+
+def _depthwise(a: dict) -> np.ndarray:
+    """Depthwise-like convolutions (few output channels per group): direct kernels on the CUDA cores."""
+    return ((a["kind"] == OP_KINDS.index("conv")) & (a["b"] > 1)
+            & (a["n"] <= D.DEPTHWISE_MAX_CHANNELS_PER_GROUP) & (a["n"] > 0))
 
 
 def predict(workload: Workload, hardware: Hardware, calibration: Calibration | None = None,
@@ -202,12 +251,19 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     a = _arrays(workload)
     rate, precision = _rate_per_op(a, perf, tf32_matmul)
     bw_factor = np.array([D.KIND_BANDWIDTH_FACTOR.get(k, 0.8) for k in OP_KINDS])[a["kind"]]
+    bw_factor = np.where(_depthwise(a), D.DEPTHWISE_BANDWIDTH_FACTOR, bw_factor)
     compute = np.divide(a["flops"], rate, out=np.zeros_like(rate), where=a["flops"] > 0)
-    memory = a["bytes"] / (perf.bandwidth_bytes_per_s * bw_factor)
-    overhead = a["kernels"] * perf.kernel_device_s
-    device = np.maximum(compute, memory) + overhead
-    stacked = np.stack([compute, memory, overhead])
-    bound_idx = np.argmax(stacked, axis=0)
+    act_bytes = np.maximum(a["bytes"] - a["param_bytes"], 0.0)
+    l2 = (hardware.l2_cache_mb or 0.0) * 2**20
+    act_speed = np.where(act_bytes <= l2, D.L2_ACTIVATION_SPEEDUP.value, 1.0)
+    memory = (a["param_bytes"] + act_bytes / act_speed) / (perf.bandwidth_bytes_per_s * bw_factor)
+    if perf.gemm_samples:
+        compute, memory = _gemm_sample_correction(a, perf, precision, compute, memory, tf32_matmul)
+    floor = a["kernels"] * perf.kernel_floor_s
+    overhead = a["kernels"] * perf.kernel_gap_s
+    work = np.maximum(compute, memory)
+    device = np.maximum(work, floor) + overhead
+    bound_idx = np.where(floor > work, 2, np.where(compute >= memory, 0, 1))
 
     device_total = float(device.sum())
     host_total = 0.0
@@ -222,10 +278,9 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
         latency = max(float((issue + suffix).max()) if issue.size else 0.0, host_total)
 
     by_bound = {
-        "compute": float(np.where(bound_idx == 0, np.maximum(compute, memory), 0).sum()),
-        "memory": float(np.where(bound_idx == 1, np.maximum(compute, memory), 0).sum()),
-        "overhead": float(overhead.sum() + np.where(bound_idx == 2, np.maximum(compute, memory), 0).sum()
-                          + (latency - device_total)),
+        "compute": float(np.where(bound_idx == 0, work, 0).sum()),
+        "memory": float(np.where(bound_idx == 1, work, 0).sum()),
+        "overhead": float(overhead.sum() + np.where(bound_idx == 2, floor, 0).sum() + (latency - device_total)),
     }
     bound = max(by_bound, key=by_bound.get)
 
@@ -247,7 +302,8 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
         kernels=int(a["kernels"].sum()), peak_ops_per_s=peak, time_by_bound_s=by_bound, bound=bound,
         memory_required_bytes=required, memory_capacity_bytes=hardware.memory_bytes,
         fits_memory=required <= hardware.memory_bytes, assumptions=assumptions,
-        _arrays={"precision": precision, "compute": compute, "memory": memory, "overhead": overhead,
+        _arrays={"precision": precision, "compute": compute, "memory": memory,
+                 "overhead": overhead + np.maximum(floor - work, 0.0),
                  "device": device, "bound": bound_idx},
         _workload_ref=workload,
     )

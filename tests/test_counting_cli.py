@@ -1,0 +1,176 @@
+"""`tops-advisor count` through click's CliRunner: good files, --json, --strict, and every bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tops_advisor.cli import cli
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+GOOD = """
+import torch
+from torch import nn
+
+def build_model():
+    return nn.Sequential(nn.Linear(8, 4), nn.ReLU())
+
+def example_inputs(batch_size):
+    return torch.randn(batch_size, 8)
+"""
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["count", *map(str, args)])
+
+
+def write(tmp_path: Path, text: str, name: str = "model.py") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def assert_one_line_error(result, *needles):
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("error: ") and "Traceback" not in result.stderr
+    assert all(line.startswith("hint: ") for line in lines[1:])
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_table_for_an_example():
+    result = run(EXAMPLES / "small_cnn.py", "--batch", "4", "--dtype", "fp16")
+    assert result.exit_code == 0, result.output
+    for text in ("small_cnn: batch 4, fp16", "features.0", "head", "total", "operations", "intensity"):
+        assert text in result.stdout
+
+
+def test_per_op_table():
+    result = run(EXAMPLES / "small_cnn.py", "--per-op")
+    assert result.exit_code == 0, result.output
+    assert "convolution" in result.stdout and "native_batch_norm" in result.stdout
+
+
+def test_json_has_totals_and_ops():
+    result = run(EXAMPLES / "resnet50.py", "--batch", "1", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    for key in ("flops", "bytes", "params", "unsupported_ops", "ops"):
+        assert key in data
+    assert data["params"] == 25_557_032 and data["unsupported_ops"] == {}
+    assert data["flops"] == pytest.approx(sum(op["flops"] for op in data["ops"]))
+    assert data["ops"][0]["name"] == "aten.convolution" and data["ops"][0]["module"] == "conv1"
+    assert data["ops"][0]["gemm"] == {"m": 112 * 112, "n": 64, "k": 3 * 7 * 7, "batch": 1}
+
+
+def test_unsupported_ops_warn_and_strict_fails(tmp_path):
+    path = write(tmp_path, GOOD.replace("nn.ReLU()", "Bessel()").replace(
+        "def build_model", "class Bessel(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.special.bessel_j0(x)\n\ndef build_model"))
+    result = run(path, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["unsupported_ops"] == {"aten.special_bessel_j0": 1}
+    assert "warning: no counting formula for aten.special_bessel_j0" in result.stderr
+    assert_one_line_error(run(path, "--strict"), str(path), "aten.special_bessel_j0")
+
+
+def test_missing_file(tmp_path):
+    path = tmp_path / "nope.py"
+    assert_one_line_error(run(path), str(path), "no such file")
+
+
+def test_directory(tmp_path):
+    assert_one_line_error(run(tmp_path), str(tmp_path), "directory")
+
+
+def test_syntax_error(tmp_path):
+    path = write(tmp_path, "def build_model(:\n    pass\n")
+    assert_one_line_error(run(path), f"{path}:1", "syntax error")
+
+
+def test_import_error(tmp_path):
+    path = write(tmp_path, "import not_a_module_anywhere\n")
+    assert_one_line_error(run(path), str(path), "ModuleNotFoundError")
+
+
+@pytest.mark.parametrize("missing", ["build_model", "example_inputs"])
+def test_missing_function(tmp_path, missing):
+    path = write(tmp_path, GOOD.replace(f"def {missing}", "def something_else"))
+    assert_one_line_error(run(path), str(path), f"defines no {missing}()")
+
+
+def test_misspelt_function_gets_a_suggestion(tmp_path):
+    path = write(tmp_path, GOOD.replace("def build_model", "def build_modle"))
+    result = run(path)
+    assert_one_line_error(result, "defines no build_model()")
+    assert "did you mean: build_modle" in result.stderr
+
+
+def test_build_model_raises(tmp_path):
+    path = write(tmp_path, GOOD.replace("    return nn.Sequential", "    raise RuntimeError('boom')\n"
+                                                                   "    return nn.Sequential"))
+    assert_one_line_error(run(path), str(path), "build_model() raised RuntimeError: boom")
+
+
+def test_build_model_returns_something_else(tmp_path):
+    path = write(tmp_path, GOOD.replace("return nn.Sequential(nn.Linear(8, 4), nn.ReLU())", "return 42"))
+    assert_one_line_error(run(path), str(path), "build_model() returned int")
+
+
+def test_example_inputs_raises(tmp_path):
+    path = write(tmp_path, GOOD.replace("return torch.randn(batch_size, 8)", "return 1 / 0"))
+    assert_one_line_error(run(path), str(path), "example_inputs(1) raised ZeroDivisionError")
+
+
+def test_forward_fails(tmp_path):
+    path = write(tmp_path, GOOD.replace("torch.randn(batch_size, 8)", "torch.randn(batch_size, 7)"))
+    result = run(path, "--batch", "3")
+    assert_one_line_error(result, str(path), "forward pass failed on example_inputs(3)", "RuntimeError")
+
+
+@pytest.mark.parametrize("batch", ["0", "-4"])
+def test_non_positive_batch(tmp_path, batch):
+    path = write(tmp_path, GOOD)
+    assert_one_line_error(run(path, "--batch", batch), str(path), "batch must be a positive integer")
+
+
+def test_unknown_dtype(tmp_path):
+    path = write(tmp_path, GOOD)
+    result = run(path, "--dtype", "fp17")
+    assert_one_line_error(result, str(path), "unknown dtype 'fp17'")
+    assert "hint: did you mean" in result.stderr
+
+
+def test_good_file_in_tmp(tmp_path):
+    result = run(write(tmp_path, GOOD), "--batch", "5", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    # addmm 2 * 5 * 4 * 8 = 320 operations, relu 5 * 4 = 20
+    assert data["flops"] == 340 and data["batch"] == 5 and data["params"] == 8 * 4 + 4
+
+
+def test_model_that_cannot_build_on_meta_is_built_for_real(tmp_path):
+    """build_model() that reads weight values fails on the meta device: it is built on the CPU and counted
+    through fake tensors instead."""
+    path = write(tmp_path, GOOD.replace(
+        "    return nn.Sequential(nn.Linear(8, 4), nn.ReLU())",
+        "    m = nn.Sequential(nn.Linear(8, 4), nn.ReLU())\n"
+        "    assert m[0].weight.abs().sum().item() > 0\n"
+        "    return m"))
+    result = run(path, "--batch", "5", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["flops"] == 340  # 2 * 5 * 4 * 8 + 5 * 4
+
+
+def test_depth_groups_module_paths():
+    deep = run(EXAMPLES / "resnet50.py", "--depth", "3")
+    shallow = run(EXAMPLES / "resnet50.py", "--depth", "1")
+    assert deep.exit_code == shallow.exit_code == 0
+    assert "layer1.0.conv1" in deep.stdout and "layer1.0.conv1" not in shallow.stdout
+    assert "layer1 " in shallow.stdout

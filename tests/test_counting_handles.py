@@ -1,0 +1,272 @@
+"""Hand-derived counts for tiny modules: the arithmetic is written beside every expected number.
+
+Conventions under test: one multiply-add = 2 operations; bytes are the minimal traffic (each input read
+once, each output written once, at the element size in use); views cost nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tops_advisor.counting import count_module
+from tops_advisor.counting.handles import HANDLES, ZERO_COST
+from tops_advisor.errors import CountingError
+from tops_advisor.workload import OP_KINDS, GemmShape
+
+
+class Fn(nn.Module):
+    """Wrap a function of the inputs as a module."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+def only(w, name=None):
+    ops = [op for op in w.ops if name is None or op.name == name]
+    assert len(ops) == 1, [op.name for op in w.ops]
+    return ops[0]
+
+
+def test_linear_addmm():
+    w = count_module(nn.Linear(16, 32), torch.randn(4, 16))
+    op = only(w)
+    assert op.name == "aten.addmm" and op.kind == "matmul" and op.kernels == 1
+    assert op.flops == 2 * 4 * 32 * 16              # 2 * m * n * k = 4096
+    assert op.bytes_read == 4 * 16 * 4 + 32 * 16 * 4 + 32 * 4  # x 256 + W 2048 + b 128 = 2432
+    assert op.bytes_written == 4 * 32 * 4           # 512
+    assert op.param_bytes == 32 * 16 * 4 + 32 * 4   # W seen through its transpose view: 2176
+    assert op.gemm == GemmShape(m=4, n=32, k=16, batch=1)
+    assert w.params == 32 * 16 + 32 and w.param_bytes == 2176 and w.input_bytes == 256
+
+
+def test_linear_without_bias_on_3d_input_is_mm():
+    op = only(count_module(nn.Linear(16, 8, bias=False), torch.randn(2, 5, 16)))
+    assert op.name == "aten.mm" and op.gemm == GemmShape(m=10, n=8, k=16)  # (2*5) x 16 @ 16 x 8
+    assert op.flops == 2 * 10 * 8 * 16                                   # 2560
+
+
+def test_bmm_and_matmul():
+    op = only(count_module(Fn(torch.bmm), (torch.randn(3, 4, 5), torch.randn(3, 5, 6))))
+    assert op.flops == 2 * 3 * 4 * 6 * 5 and op.gemm == GemmShape(4, 6, 5, 3)  # 720
+
+
+def test_conv2d_grouped():
+    conv = nn.Conv2d(8, 16, 3, padding=1, groups=4, bias=False)
+    op = only(count_module(conv, torch.randn(2, 8, 10, 10)))
+    # out (2, 16, 10, 10); each output element: C_in/groups * 3*3 = 2*9 = 18 multiply-adds
+    assert op.flops == 2 * (2 * 16 * 10 * 10) * 18                      # 115200
+    assert op.gemm == GemmShape(m=2 * 10 * 10, n=16 // 4, k=2 * 9, batch=4)
+    assert op.kernels == 1                                               # no bias: one cuDNN kernel
+    assert op.bytes_read == (2 * 8 * 100 + 16 * 2 * 9) * 4               # input + weight = 7552
+    assert op.bytes_written == 2 * 16 * 100 * 4                          # 12800
+
+
+def test_conv2d_depthwise_with_bias():
+    op = only(count_module(nn.Conv2d(8, 8, 3, groups=8), torch.randn(1, 8, 6, 6)))
+    # out (1, 8, 4, 4): each output element 1*3*3 = 9 multiply-adds
+    assert op.flops == 2 * (8 * 4 * 4) * 9                               # 2304
+    assert op.gemm == GemmShape(m=16, n=1, k=9, batch=8)
+    assert op.kernels == 2                                               # convolution + bias add
+    assert op.param_bytes == (8 * 9 + 8) * 4                             # 320
+
+
+def test_conv_transpose2d():
+    op = only(count_module(nn.ConvTranspose2d(4, 6, 2, stride=2, bias=False), torch.randn(1, 4, 5, 5)))
+    # every input element (4*5*5 = 100) scatters into C_out * 2*2 = 24 outputs: 2400 multiply-adds
+    assert op.flops == 2 * 100 * 24                                      # 4800
+    assert op.gemm == GemmShape(m=25, n=6 * 4, k=4, batch=1)
+    assert op.bytes_written == 6 * 10 * 10 * 4                           # out (1, 6, 10, 10)
+
+
+def test_conv1d_and_conv3d():
+    op = only(count_module(nn.Conv1d(4, 8, 3, bias=False), torch.randn(2, 4, 10)))
+    assert op.flops == 2 * (2 * 8 * 8) * (4 * 3)                         # out (2, 8, 8): 3072
+    op = only(count_module(nn.Conv3d(2, 4, 3, padding=1), torch.randn(1, 2, 4, 4, 4)))
+    assert op.flops == 2 * (4 * 64) * (2 * 27)                           # out (1, 4, 4, 4, 4): 27648
+    assert op.gemm == GemmShape(m=64, n=4, k=54, batch=1) and op.kernels == 2
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_is_one_fused_op(causal):
+    q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))
+    w = count_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)), (q, k, v))
+    op = only(w)  # no bmm, softmax or mask ops leak out of the math path
+    assert op.name == "aten.scaled_dot_product_attention" and op.kind == "attention" and op.kernels == 1
+    full = 2 * (2 * 4) * 16 * 16 * 8 * 2  # QK^T and PV: 2 * (b*h) * Lq * Lk * d each = 65536
+    assert op.flops == (full / 2 if causal else full)
+    assert op.bytes_read == 3 * (2 * 4 * 16 * 8 * 4)                     # Q, K, V: 12288, no score matrix
+    assert op.bytes_written == 2 * 4 * 16 * 8 * 4                        # 4096
+    assert op.gemm == GemmShape(m=16, n=16, k=8, batch=8)
+
+
+def test_attention_output_transpose_reshape_is_free():
+    """On a GPU fused attention writes (b, s, h, d) memory, so transpose(1, 2).reshape() is a view there."""
+    def attend(q):
+        y = F.scaled_dot_product_attention(q, q, q)
+        return y.transpose(1, 2).reshape(2, 16, 32), y.view(8, 16, 8)  # both work as on a CPU
+
+    w = count_module(Fn(attend), torch.randn(2, 4, 16, 8))
+    assert [op.name for op in w.ops] == ["aten.scaled_dot_product_attention"]
+
+
+def test_sdpa_grouped_query_attention_reads_the_small_kv():
+    q, k, v = torch.randn(1, 8, 16, 8), torch.randn(1, 2, 16, 8), torch.randn(1, 2, 16, 8)
+    fn = Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+    op = only(count_module(fn, (q, k, v)))
+    assert op.flops == 2 * 8 * 16 * 16 * 8 * 2                           # query heads: 65536
+    assert op.bytes_read == (8 + 2 + 2) * 16 * 8 * 4                     # 6144
+
+
+def test_sdpa_with_mask_reads_the_mask():
+    q = torch.randn(1, 2, 4, 8)
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    op = only(count_module(Fn(lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m)), (q, mask)))
+    assert op.bytes_read == 3 * (2 * 4 * 8 * 4) + 16                     # Q, K, V (768 each) + bool mask
+
+
+def test_norms():
+    op = only(count_module(nn.LayerNorm(16), torch.randn(4, 16)))
+    assert op.kind == "norm" and op.flops == 5 * 64                      # 320
+    assert op.bytes_read == 64 * 4 + 2 * 16 * 4 and op.bytes_written == 64 * 4  # 384, 256
+    bn = nn.BatchNorm2d(4)
+    op = only(count_module(bn, torch.randn(2, 4, 3, 3)))
+    assert op.flops == 2 * 72 and op.kernels == 1                        # eval: scale and shift
+    assert op.param_bytes == 4 * 4 * 4                                   # weight, bias, running mean, var
+    op = only(count_module(nn.GroupNorm(2, 4), torch.randn(2, 4, 3, 3)))
+    assert op.flops == 5 * 72 and op.kernels == 2                        # 360
+    op = only(count_module(nn.RMSNorm(16), torch.randn(4, 16)))          # fused, not pow/mean/rsqrt/mul
+    assert op.name == "aten.rms_norm" and op.flops == 4 * 64             # 256
+
+
+def test_softmax_elementwise_and_reduction():
+    op = only(count_module(Fn(lambda x: x.softmax(-1)), torch.randn(4, 10)))
+    assert op.kind == "softmax" and op.flops == 5 * 40
+    op = only(count_module(Fn(torch.relu), torch.randn(3, 4)))
+    assert op.flops == 12 and op.bytes_read == 48 and op.bytes_written == 48
+    op = only(count_module(Fn(lambda x: x * x), torch.randn(3, 4)))
+    assert op.bytes_read == 48                                           # the same tensor is read once
+    op = only(count_module(Fn(lambda x: x.sum(-1)), torch.randn(3, 4)))
+    assert op.kind == "reduction" and op.flops == 12 and op.bytes_written == 12
+
+
+def test_pooling():
+    op = only(count_module(nn.MaxPool2d(2), torch.randn(1, 3, 8, 8)))
+    assert op.kind == "pool" and op.flops == 48 * 4                      # out 3*4*4 = 48, window 4
+    assert op.bytes_written == 48 * 4                                    # values only, not the indices
+    op = only(count_module(nn.AvgPool2d(3, stride=1), torch.randn(1, 1, 5, 5)))
+    assert op.flops == 9 * 9                                             # out 3x3, window 9
+    op = only(count_module(nn.AdaptiveAvgPool2d(2), torch.randn(1, 2, 6, 6)))
+    assert op.flops == 72                                                # every input element once
+
+
+def test_embedding_reads_rows_not_table():
+    emb = nn.Embedding(1000, 8)
+    op = only(count_module(emb, torch.tensor([[1, 2, 3], [4, 5, 6]])))
+    assert op.kind == "embedding" and op.flops == 0
+    assert op.param_bytes == 6 * 8 * 4                                   # 6 rows of 8 fp32: 192, not 32000
+    assert op.bytes_read == 6 * 8 + 192                                  # int64 indices + rows: 240
+    assert op.bytes_written == 192
+
+
+def test_cat_copy_and_upsample():
+    op = only(count_module(Fn(lambda a, b: torch.cat([a, b])), (torch.randn(2, 3), torch.randn(2, 3))))
+    assert op.kind == "copy" and op.bytes_read == 48 and op.bytes_written == 48
+    op = only(count_module(Fn(lambda x: x.t().contiguous()), torch.randn(3, 5)))
+    assert op.name == "aten.clone" and op.bytes == 2 * 60                # a layout change materialises
+    op = only(count_module(nn.Upsample(scale_factor=2), torch.randn(1, 2, 3, 3)))
+    assert op.flops == 0 and op.bytes_read == 72 and op.bytes_written == 288  # 18 in, 72 out (fp32)
+    op = only(count_module(nn.Upsample(scale_factor=2, mode="bilinear"), torch.randn(1, 2, 3, 3)))
+    assert op.flops == 72 * 8                                            # 4 taps, a multiply-add each
+
+
+def test_views_cost_nothing():
+    def views(x):
+        return x.view(4, 6).t().unsqueeze(0).permute(0, 2, 1)[0].reshape(24)[2:10].squeeze()
+
+    w = count_module(Fn(views), torch.randn(2, 3, 4))
+    assert w.ops == () and w.flops == 0 and w.bytes == 0
+
+
+def test_module_paths_and_peak_activations():
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Sequential(nn.Linear(32, 8)))
+    w = count_module(model.to("meta"), torch.randn(4, 16, device="meta"))
+    assert [op.module for op in w.ops] == ["0", "1", "2.0"]
+    # x 256 B is held by the caller; Linear out 512 B is alive while ReLU writes its 512 B: 1280 B
+    assert w.activation_peak_bytes == 256 + 512 + 512
+
+
+@pytest.mark.parametrize("dtype,size", [("fp32", 4), ("fp16", 2), ("bf16", 2)])
+def test_dtype_casts_params_and_inputs(dtype, size):
+    w = count_module(nn.Linear(16, 32), torch.randn(4, 16), dtype)
+    op = only(w)
+    assert op.dtype == dtype and w.dtype == dtype
+    assert op.bytes_read == (64 + 512 + 32) * size                       # x, W, b
+    assert w.param_bytes == 544 * size
+
+
+def test_tf32_labels_only_matrix_ops():
+    w = count_module(nn.Sequential(nn.Linear(4, 4), nn.ReLU()), torch.randn(2, 4), "tf32")
+    assert [op.dtype for op in w.ops] == ["tf32", "fp32"]
+    assert w.ops[0].bytes_read == (8 + 16 + 4) * 4                       # fp32 storage
+
+
+def test_int8_counts_bytes_at_one_byte():
+    w = count_module(nn.Linear(16, 32), torch.randn(4, 16), "int8")
+    assert w.dtype == "int8" and w.ops[0].dtype == "int8"
+    assert w.ops[0].bytes_read == 64 + 512 + 32 and w.param_bytes == 544  # 1 byte per element
+
+
+def test_unknown_dtype_is_an_error():
+    with pytest.raises(CountingError, match="fp17"):
+        count_module(nn.Linear(2, 2), torch.randn(1, 2), "fp17")
+
+
+def test_unsupported_ops_are_listed_and_warned_never_silent():
+    fn = Fn(torch.special.bessel_j0)
+    with pytest.warns(UserWarning, match="bessel_j0"):
+        w = count_module(fn, torch.randn(3, 4))
+    assert w.unsupported_ops == {"aten.special_bessel_j0": 1}
+    op = only(w)
+    assert op.kind == "other" and op.flops == 0 and op.bytes == 96       # bytes still counted: 48 + 48
+    with pytest.raises(CountingError, match="bessel_j0"):
+        count_module(fn, torch.randn(3, 4), strict=True)
+
+
+def test_registry_is_consistent():
+    assert not (set(HANDLES) & ZERO_COST)  # an operator is either counted or free, never both
+    assert all(k.startswith(("aten.", "prim.")) for k in set(HANDLES) | ZERO_COST)
+    for name in ("aten.mm", "aten.convolution", "aten.scaled_dot_product_attention", "aten.embedding",
+                 "aten.native_layer_norm", "aten.cat", "aten.upsample_nearest2d", "aten.max_pool2d_with_indices"):
+        assert name in HANDLES, name
+    for name in ("aten.view", "aten.transpose", "aten.permute", "aten.expand", "aten.detach"):
+        assert name in ZERO_COST, name
+
+
+def test_every_kind_is_a_workload_kind():
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(4 * 3 * 3, 5), nn.Softmax(-1))
+    w = count_module(model, torch.randn(1, 3, 8, 8))
+    assert {op.kind for op in w.ops} <= set(OP_KINDS)
+
+
+def test_fvcore_agrees_on_convolution_and_linear():
+    """fvcore counts one multiply-add as one flop: ours must be exactly twice its conv and linear counts."""
+    fvcore = pytest.importorskip("fvcore.nn")
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                          nn.Conv2d(8, 8, 3, groups=2, bias=False), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(8, 10)).eval()
+    x = torch.randn(2, 3, 12, 12)
+    analysis = fvcore.FlopCountAnalysis(model, x).unsupported_ops_warnings(False).uncalled_modules_warnings(False)
+    by_op = analysis.by_operator()
+    w = count_module(model, x)
+    ours_conv = sum(op.flops for op in w.ops if op.kind == "conv")
+    ours_linear = sum(op.flops for op in w.ops if op.kind == "matmul")
+    assert ours_conv == 2 * by_op["conv"]
+    assert ours_linear == 2 * by_op["linear"]

@@ -1,0 +1,102 @@
+"""LLM configs: presets against published sizes, Hugging Face and GPT-2 key names, every bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tops_advisor.errors import LLMConfigError
+from tops_advisor.llm import PRESETS, config_from_dict, load_config
+from tops_advisor.llm.presets import PUBLISHED_PARAMS
+
+LLAMA = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+         "vocab_size": 100}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_PARAMS))
+def test_preset_params_match_published_within_1_percent(name):
+    cfg = load_config(name)
+    assert abs(cfg.params / PUBLISHED_PARAMS[name] - 1) < 0.01, (name, cfg.params)
+
+
+def test_every_preset_has_a_published_size():
+    assert set(PRESETS) == set(PUBLISHED_PARAMS)
+
+
+def test_llama2_7b_params_by_hand():
+    # embeddings + untied head: 2 x 32000 x 4096 = 262,144,000
+    # per layer: attention 4 x 4096^2 = 67,108,864; MLP 3 x 4096 x 11008 = 135,266,304; 2 norms 8,192
+    # 32 layers: 32 x 202,383,360 = 6,476,267,520; final norm 4,096  -> 6,738,415,616 (Hugging Face's count)
+    assert load_config("llama2-7b").params == 6_738_415_616
+
+
+def test_mixtral_active_params():
+    cfg = load_config("mixtral-8x7b")
+    # 6 of 8 experts idle per token: 32 layers x 6 x 3 x 4096 x 14336 = 33,822,867,456 fewer than 46.70B
+    assert cfg.active_params == cfg.params - 33_822_867_456
+    assert cfg.active_params == pytest.approx(12.9e9, rel=0.01)  # Mistral's "12.9B active"
+
+
+def test_gpt_style_keys():
+    cfg = load_config("gpt3-175b")
+    assert (cfg.hidden_size, cfg.num_layers, cfg.num_heads, cfg.head_dim) == (12288, 96, 96, 128)
+    assert cfg.intermediate_size == 4 * 12288 and not cfg.gated_mlp
+    assert cfg.tie_word_embeddings and cfg.position == "learned" and cfg.norm == "layernorm" and cfg.fused_qkv
+
+
+def test_gqa_and_defaults():
+    cfg = config_from_dict(LLAMA)
+    assert cfg.num_kv_heads == 4 and cfg.head_dim == 16 and cfg.gated_mlp and not cfg.tie_word_embeddings
+    assert config_from_dict({**LLAMA, "num_key_value_heads": 2}).kv_size == 32
+
+
+def test_example_file_matches_preset(tmp_path):
+    from pathlib import Path
+
+    example = Path(__file__).parent.parent / "examples" / "llm" / "llama3-8b-config.json"
+    assert load_config(example).params == load_config("llama3-8b").params
+    d = tmp_path / "my-model"
+    d.mkdir()
+    (d / "config.json").write_text(example.read_text())
+    cfg = load_config(d)  # a directory holding config.json
+    assert cfg.name == "my-model" and cfg.num_kv_heads == 8
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"hidden_size": 64, "num_attention_heads": 4}, "missing required keys num_hidden_layers, vocab_size, "
+                                                    "intermediate_size"),
+    ({**LLAMA, "hidden_size": 65}, "hidden size 65 is not divisible by 4 attention heads"),
+    ({**LLAMA, "num_key_value_heads": 3}, "num_attention_heads 4 is not a multiple of num_key_value_heads 3"),
+    ({**LLAMA, "num_hidden_layers": 0}, "num_hidden_layers must be at least 1, got 0"),
+    ({**LLAMA, "vocab_size": -5}, "vocab_size must be at least 1, got -5"),
+    ({**LLAMA, "intermediate_size": 12.5}, "intermediate_size must be a whole number"),
+    ({**LLAMA, "hidden_size": "4096"}, "hidden_size must be a whole number"),
+    ({**LLAMA, "num_local_experts": 4, "num_experts_per_tok": 5}, "num_experts_per_tok 5 exceeds the 4 experts"),
+    ({**LLAMA, "tie_word_embeddings": "yes"}, "tie_word_embeddings must be true or false"),
+    ([1, 2], "a config must be a JSON object"),
+])
+def test_bad_configs_raise_one_clear_error(raw, message):
+    with pytest.raises(LLMConfigError) as exc:
+        config_from_dict(raw, name="bad")
+    assert message in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_unknown_preset_suggests_closest():
+    with pytest.raises(LLMConfigError) as exc:
+        load_config("llama3-8")
+    assert "unknown model 'llama3-8'" in str(exc.value)
+    assert "llama3-8b" in exc.value.hint
+
+
+def test_missing_and_invalid_files(tmp_path):
+    with pytest.raises(LLMConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(LLMConfigError, match="not valid JSON"):
+        load_config(bad)
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps(LLAMA))
+    assert load_config(ok).name == "ok"

@@ -1,0 +1,112 @@
+"""Load a model file: a Python file defining ``build_model()`` and ``example_inputs(batch_size)``.
+
+Every way a file can be wrong gives one ``ModelFileError`` line that names the file and the problem.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+from ..errors import ModelFileError
+from ..suggest import did_you_mean
+from .counter import one_line
+
+CONVENTION = ("a model file defines build_model() returning a torch.nn.Module and example_inputs(batch_size) "
+              "returning a tensor or a tuple of tensors (README: 'Count a model')")
+_REQUIRED = ("build_model", "example_inputs")
+_ids = itertools.count()
+
+
+@dataclass
+class ModelFile:
+    """A loaded model file: its path and its module."""
+
+    path: Path
+    module: ModuleType
+
+    def build(self, meta: bool = True) -> torch.nn.Module:
+        """``build_model()``, on the meta device when its code allows (no memory, no init), else as written."""
+        model = None
+        if meta:
+            try:
+                with torch.device("meta"):
+                    model = self.module.build_model()
+            except Exception:  # e.g. loads weights or inspects values: build it for real below
+                model = None
+        if model is None:
+            try:
+                model = self.module.build_model()
+            except Exception as exc:
+                raise ModelFileError(f"{self.path}: build_model() raised {one_line(exc)}") from None
+        if not isinstance(model, torch.nn.Module):
+            raise ModelFileError(f"{self.path}: build_model() returned {type(model).__name__}, "
+                                 "expected a torch.nn.Module", hint=CONVENTION)
+        return model
+
+    def inputs(self, batch: int, meta: bool = True):
+        """``example_inputs(batch)``, created on the meta device when ``meta``."""
+        try:
+            if meta:
+                with torch.device("meta"):
+                    inputs = self.module.example_inputs(batch)
+            else:
+                inputs = self.module.example_inputs(batch)
+        except Exception as exc:
+            raise ModelFileError(f"{self.path}: example_inputs({batch}) raised {one_line(exc)}") from None
+        items = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+        if not items or not any(isinstance(t, torch.Tensor) for t in items):
+            raise ModelFileError(f"{self.path}: example_inputs({batch}) returned {type(inputs).__name__}, "
+                                 "expected a tensor or a tuple of tensors", hint=CONVENTION)
+        return inputs
+
+
+def load_model_file(path: str | Path) -> ModelFile:
+    """Import the file as a fresh module and check it defines the two functions."""
+    p = Path(path)
+    if not p.exists():
+        raise ModelFileError(f"{p}: no such file", hint=CONVENTION)
+    if p.is_dir():
+        raise ModelFileError(f"{p}: is a directory, expected a Python model file", hint=CONVENTION)
+    try:
+        source = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelFileError(f"{p}: cannot be read: {one_line(exc)}") from None
+    try:
+        code = compile(source, str(p), "exec")
+    except SyntaxError as exc:
+        raise ModelFileError(f"{p}:{exc.lineno}: syntax error: {exc.msg}") from None
+
+    name = f"_tops_advisor_model_{next(_ids)}_{p.stem.replace('-', '_')}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look their module up here
+    sys.path.insert(0, str(p.parent.resolve()))  # the file may import its neighbours
+    try:
+        exec(code, module.__dict__)
+    except (Exception, SystemExit) as exc:
+        sys.modules.pop(name, None)
+        raise ModelFileError(f"{p}: importing it raised {one_line(exc)}") from None
+    finally:
+        try:
+            sys.path.remove(str(p.parent.resolve()))
+        except ValueError:
+            pass
+
+    for required in _REQUIRED:
+        fn = getattr(module, required, None)
+        if fn is None:
+            names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
+            hint = did_you_mean(required, names)
+            raise ModelFileError(f"{p}: defines no {required}() function",
+                                 hint=f"{hint} ({CONVENTION})" if hint else CONVENTION)
+        if not callable(fn):
+            raise ModelFileError(f"{p}: {required} is a {type(fn).__name__}, expected a function",
+                                 hint=CONVENTION)
+    return ModelFile(p, module)

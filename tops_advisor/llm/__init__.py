@@ -1,0 +1,19 @@
+"""LLM inference from a model config: prefill, decode, KV cache, quantization and tensor parallelism.
+
+Built analytically (no tracing, no torch, no download): ``load_config`` reads a Hugging Face style
+``config.json`` or a preset, ``build_workload`` turns it into a ``Workload`` for the roofline, and
+``analyze_llm`` gives the end-to-end answer (TTFT, time per token, memory, fit, devices, bound).
+"""
+
+from .analysis import LLMAnalysis, LLMPlan, analyze_llm, plan_llm
+from .builder import build_workload
+from .config import LLMConfig, config_from_dict, load_config
+from .memory import MemoryBreakdown, kv_bytes_per_token, memory_breakdown, weight_bytes
+from .precision import Precision, make_precision
+from .presets import PRESETS
+
+__all__ = [
+    "LLMAnalysis", "LLMConfig", "LLMPlan", "MemoryBreakdown", "PRESETS", "Precision", "analyze_llm", "build_workload",
+    "config_from_dict", "kv_bytes_per_token", "load_config", "make_precision", "memory_breakdown",
+    "plan_llm", "weight_bytes",
+]

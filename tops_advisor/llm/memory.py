@@ -1,0 +1,149 @@
+"""Device memory of an LLM run, per device: weights, KV cache, activations and a runtime reserve.
+
+* Weights: every parameter at its storage precision (``precision.py``); with tensor parallelism each rank
+  holds its share (``parallel.py``: heads, KV heads, intermediate and vocabulary split; norms and the MoE
+  router replicated).
+* KV cache: 2 (K and V) x layers x KV heads x head_dim x KV bytes per token, for every token the sequences
+  will hold (a sliding window caps it: Mistral's rolling buffer). Llama-2-7B in bf16: 2 x 32 x 32 x 128 x 2
+  = 524,288 bytes per token.
+* Activations: an estimate of the largest set alive at once in one forward pass: the residual stream and its
+  normed copy, plus the larger of the attention block's tensors (q, k, v, rotary temporaries, output) and the
+  MLP's (gate, up, activation), plus fp32 logits of the last tokens.
+* Reserve: an assumed 1 GB per device for the CUDA context, library workspaces and allocator slack.
+
+Capacity is the catalog's ``memory_gb`` (decimal GB as the vendor states it; for HBM parts the usable
+capacity reported by the driver is usually a little larger, e.g. 141 GB H200 shows ~150.7e9 bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ..catalog import Hardware
+from .builder import attended_tokens
+from .config import LLMConfig
+from .parallel import MAX_TP, rank_shape, valid_tp_degrees
+from .precision import Precision
+
+RUNTIME_RESERVE_BYTES = 1e9
+_SEARCH_LIMIT = 1 << 24
+
+
+def weight_bytes(cfg: LLMConfig, p: Precision, tp: int = 1) -> float:
+    """Bytes of parameters one rank holds."""
+    rs = rank_shape(cfg, tp)
+    h, d, s, w = cfg.hidden_size, cfg.head_dim, p.stream_bytes, p.weight_bytes_per_param
+    q_n, kv_n = rs.heads * d, rs.kv_heads * d
+    attn = (2 * h * q_n + 2 * h * kv_n) * w + ((q_n + 2 * kv_n + h) * s if cfg.attention_bias else 0)
+    mats = 3 if cfg.gated_mlp else 2
+    expert = mats * h * rs.intermediate * w
+    if cfg.mlp_bias:
+        expert += ((2 if cfg.gated_mlp else 1) * rs.intermediate + h) * s
+    router = h * cfg.num_experts * s if cfg.is_moe else 0
+    norms = 2 * cfg.norm_params() * s
+    layer = attn + cfg.num_experts * expert + router + norms
+    embed = rs.vocab * h * s
+    if cfg.position == "learned" and cfg.max_position_embeddings:
+        embed += cfg.max_position_embeddings * h * s
+    head = 0 if cfg.tie_word_embeddings else rs.vocab * h * s
+    return float(cfg.num_layers * layer + embed + head + cfg.norm_params() * s)
+
+
+def kv_bytes_per_token(cfg: LLMConfig, p: Precision, tp: int = 1) -> float:
+    """KV-cache bytes one token takes on one rank."""
+    rs = rank_shape(cfg, tp)
+    return 2.0 * cfg.num_layers * rs.kv_heads * cfg.head_dim * p.kv_bytes
+
+
+def kv_cache_bytes(cfg: LLMConfig, p: Precision, batch: int, tokens: int, tp: int = 1) -> float:
+    return batch * attended_tokens(cfg, tokens) * kv_bytes_per_token(cfg, p, tp)
+
+
+def activation_bytes(cfg: LLMConfig, p: Precision, batch: int, q_len: int, tp: int = 1) -> float:
+    """Estimated peak of live activations in one forward pass of ``batch`` x ``q_len`` tokens."""
+    rs = rank_shape(cfg, tp)
+    t, h, d, s = batch * q_len, cfg.hidden_size, cfg.head_dim, p.stream_bytes
+    q_n, kv_n = rs.heads * d, rs.kv_heads * d
+    attn = t * (q_n + 2 * kv_n + 2 * q_n + q_n) * s
+    rows = t * cfg.experts_per_token
+    mlp = rows * 3 * rs.intermediate * s + (rows * h * s if cfg.is_moe else 0)
+    norm_tmp = 2 * t * h * 4.0
+    logits = batch * rs.vocab * 4.0
+    return float(2 * t * h * s + max(attn, mlp, norm_tmp) + logits)
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Per device (per rank under tensor parallelism). Bytes."""
+
+    weights_bytes: float
+    kv_cache_bytes: float
+    kv_bytes_per_token: float
+    activation_bytes: float
+    reserve_bytes: float
+    capacity_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weights_bytes + self.kv_cache_bytes + self.activation_bytes + self.reserve_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.capacity_bytes
+
+    def model_dump(self) -> dict:
+        d = asdict(self)
+        d["total_bytes"] = self.total_bytes
+        d["fits"] = self.fits
+        return d
+
+
+def memory_breakdown(cfg: LLMConfig, p: Precision, hw: Hardware, *, batch: int, kv_tokens: int, q_len: int,
+                     tp: int = 1) -> MemoryBreakdown:
+    """Memory one device needs to hold ``batch`` sequences of ``kv_tokens`` cached tokens, running a pass
+    of ``q_len`` new tokens per sequence."""
+    return MemoryBreakdown(
+        weights_bytes=weight_bytes(cfg, p, tp), kv_cache_bytes=kv_cache_bytes(cfg, p, batch, kv_tokens, tp),
+        kv_bytes_per_token=kv_bytes_per_token(cfg, p, tp),
+        activation_bytes=activation_bytes(cfg, p, batch, q_len, tp), reserve_bytes=RUNTIME_RESERVE_BYTES,
+        capacity_bytes=hw.memory_bytes)
+
+
+def _largest(fits, hi: int) -> int:
+    """Largest n in [1, hi] with fits(n) (fits is monotone decreasing); 0 when fits(1) is false."""
+    if not fits(1):
+        return 0
+    lo = 1
+    if fits(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def max_batch(cfg: LLMConfig, p: Precision, hw: Hardware, *, kv_tokens: int, prefill_len: int,
+              tp: int = 1) -> int:
+    """Largest batch whose KV cache (kv_tokens per sequence) and prefill activations fit; 0 if none."""
+    return _largest(lambda b: memory_breakdown(cfg, p, hw, batch=b, kv_tokens=kv_tokens,
+                                               q_len=prefill_len, tp=tp).fits, _SEARCH_LIMIT)
+
+
+def max_context(cfg: LLMConfig, p: Precision, hw: Hardware, *, batch: int, prefill: bool,
+                tp: int = 1) -> int:
+    """Largest number of tokens per sequence that fits at this batch (capped at the model's maximum)."""
+    limit = cfg.max_position_embeddings or _SEARCH_LIMIT
+    return _largest(lambda n: memory_breakdown(cfg, p, hw, batch=batch, kv_tokens=n,
+                                               q_len=n if prefill else 1, tp=tp).fits, limit)
+
+
+def devices_needed(cfg: LLMConfig, p: Precision, hw: Hardware, *, batch: int, kv_tokens: int, q_len: int,
+                   max_devices: int = MAX_TP) -> int | None:
+    """Fewest tensor-parallel devices (a valid split of the heads) on which each rank fits; None if none."""
+    for n in valid_tp_degrees(cfg, max_devices):
+        if memory_breakdown(cfg, p, hw, batch=batch, kv_tokens=kv_tokens, q_len=q_len, tp=n).fits:
+            return n
+    return None

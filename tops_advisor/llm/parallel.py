@@ -1,0 +1,104 @@
+"""Tensor parallelism (Megatron-LM style): how a model splits across N devices, and what it costs to talk.
+
+Each rank holds 1/N of the query heads, of the KV heads (at least one: with fewer KV heads than ranks the
+KV heads are replicated, as vLLM does), of the MLP intermediate size (every expert's, for a mixture of
+experts), and of the vocabulary (embedding and output head). Norms and the MoE router are replicated.
+
+Two all-reduces per layer (after the attention output projection and after the MLP) of
+tokens x hidden x stream-dtype bytes each, costed with the ring model:
+
+    t = base + 2 (N-1) * step  +  2 (N-1)/N * bytes / per-direction bandwidth
+
+Latency constants are NCCL's own tuning model (NVIDIA/nccl ``src/graph/tuning.cc``, ring algorithm, LL
+protocol, which NCCL picks for the small messages of decoding): base latency 3.6 us, 0.4 us per step over
+NVLink and 1.0 us per step over PCIe. The bandwidth is the catalog's: ``peer_link_bandwidth_gb_s`` is the
+vendors' total bidirectional figure per GPU, so one direction is half of it; without a peer link, PCIe's
+per-direction payload rate from generation and lanes. Communication is not overlapped with compute.
+The embedding's and the output head's collectives (one small all-reduce, one logit gather) are ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..catalog import Hardware
+from ..errors import InputError, LLMConfigError
+from .config import LLMConfig
+
+NCCL_BASE_LATENCY_S = 3.6e-6
+NCCL_STEP_LATENCY_S = {"nvlink": 0.4e-6, "pcie": 1.0e-6}
+MAX_TP = 64
+
+
+@dataclass(frozen=True)
+class RankShape:
+    """What one of ``tp`` ranks holds."""
+
+    tp: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+
+
+def check_tp(cfg: LLMConfig, tp: int) -> None:
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise InputError(f"--tp must be a positive whole number of devices, got {tp!r}")
+    problems = []
+    if cfg.num_heads % tp:
+        problems.append(f"{cfg.num_heads} attention heads")
+    if cfg.num_kv_heads % tp and tp % cfg.num_kv_heads:
+        problems.append(f"{cfg.num_kv_heads} KV heads")
+    if cfg.intermediate_size % tp:
+        problems.append(f"intermediate size {cfg.intermediate_size}")
+    if problems:
+        valid = ", ".join(str(n) for n in valid_tp_degrees(cfg, 16))
+        raise LLMConfigError(f"tensor parallelism over {tp} devices does not divide {cfg.name}'s "
+                             f"{' and '.join(problems)}", hint=f"valid --tp values: {valid}")
+
+
+def valid_tp_degrees(cfg: LLMConfig, max_n: int = MAX_TP) -> list[int]:
+    return [n for n in range(1, max_n + 1)
+            if cfg.num_heads % n == 0 and (cfg.num_kv_heads % n == 0 or n % cfg.num_kv_heads == 0)
+            and cfg.intermediate_size % n == 0]
+
+
+def rank_shape(cfg: LLMConfig, tp: int = 1) -> RankShape:
+    check_tp(cfg, tp)
+    return RankShape(tp=tp, heads=cfg.num_heads // tp, kv_heads=max(1, cfg.num_kv_heads // tp),
+                     intermediate=cfg.intermediate_size // tp, vocab=math.ceil(cfg.vocab_size / tp))
+
+
+@dataclass(frozen=True)
+class Link:
+    kind: str                       # "nvlink" (any peer link) or "pcie"
+    name: str
+    bandwidth_bytes_per_s: float    # one direction
+    step_latency_s: float
+
+
+def link_for(hw: Hardware) -> Link:
+    """The link tensor parallelism uses between two devices of this kind."""
+    if hw.peer_link and hw.peer_link_bandwidth_gb_s:
+        return Link("nvlink", hw.peer_link, hw.peer_link_bandwidth_gb_s * 1e9 / 2, NCCL_STEP_LATENCY_S["nvlink"])
+    pcie = hw.pcie_bandwidth_bytes_per_s
+    if pcie:
+        return Link("pcie", f"PCIe {hw.pcie_gen}.0 x{hw.pcie_lanes}", pcie, NCCL_STEP_LATENCY_S["pcie"])
+    raise InputError(f"{hw.id} has neither a peer link nor PCIe generation and lanes in the catalog; "
+                     f"tensor parallelism cannot be costed", hint="use --tp 1")
+
+
+def allreduce_time_s(nbytes: float, n: int, link: Link) -> float:
+    """Ring all-reduce of ``nbytes`` across ``n`` ranks."""
+    if n <= 1:
+        return 0.0
+    steps = 2 * (n - 1)
+    return NCCL_BASE_LATENCY_S + steps * link.step_latency_s + steps / n * nbytes / link.bandwidth_bytes_per_s
+
+
+def tp_comm_time_s(cfg: LLMConfig, tokens: int, n: int, link: Link, stream_bytes: float) -> float:
+    """Two all-reduces per layer of tokens x hidden activations."""
+    if n <= 1:
+        return 0.0
+    return 2 * cfg.num_layers * allreduce_time_s(tokens * cfg.hidden_size * stream_bytes, n, link)
