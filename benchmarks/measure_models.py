@@ -80,7 +80,6 @@ def measure_one(mod, batch: int, dtype: str, repeats: int, warmup: int, profile:
         if profile:
             out["kernels_by_op"] = profile_ops(model, inputs)
         del graph
-    del model, inputs
     torch.cuda.empty_cache()
     return out
 
