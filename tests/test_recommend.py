@@ -91,3 +91,36 @@ def test_bad_constraints():
         Constraints(segment="edg")
     with pytest.raises(InputError, match="--batch must be a positive integer"):
         Constraints(batch=0)
+
+
+def test_llm_form_counts_devices_by_memory():
+    # llama2-7b in bf16: 6.74e9 params x 2 B = 13.5 GB of weights, + KV + ~1 GB runtime: more than a
+    # 12 GB device holds, so it needs tensor parallelism over 2; an 80 GB device holds it alone.
+    from tops_advisor.llm import load_config
+    from tops_advisor.recommend import recommend_llm
+
+    small = make_hardware(id="small", memory_gb=12, peer_link="NVLink", peer_link_bandwidth_gb_s=600,
+                          citations={**FAST.citations, "peer_link_bandwidth_gb_s": "made-up"})
+    big = make_hardware(id="big", memory_gb=80)
+    res = recommend_llm(load_config("llama2-7b"), [small, big], Constraints(dtypes=("bf16",)),
+                        tokens_per_s=1.0, ttft_s=None)
+    by_id = {r.hardware: r for r in res.recommendations}
+    assert by_id["small"].devices == 2 and by_id["big"].devices == 1
+    assert by_id["big"].tokens_per_s_per_watt == pytest.approx(by_id["big"].tokens_per_s / 200)
+
+
+def test_llm_form_cli_json():
+    import json
+
+    from click.testing import CliRunner
+
+    from tops_advisor.cli import cli
+
+    r = CliRunner().invoke(cli, ["recommend", "--llm", "llama3-8b", "--tokens-per-s", "10", "-H", "h200",
+                                 "-H", "l4", "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert {x["hardware"] for x in data["recommendations"]} <= {"h200-sxm", "l4"}
+    assert all(x["devices"] >= 1 for x in data["recommendations"])
+    bad = CliRunner().invoke(cli, ["recommend"])
+    assert bad.exit_code == 2 and "give a MODEL file" in bad.output

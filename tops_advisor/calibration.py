@@ -64,6 +64,82 @@ class SustainedResult(BaseModel):
     samples: tuple[SustainedSample, ...] = ()
 
 
+class CollectiveSample(BaseModel):
+    """One collective at one message size, timed the nccl-tests way (docs/probe.md, "Several GPUs").
+
+    ``bytes`` is nccl-tests' size: the buffer being reduced (all-reduce) or the whole gathered output
+    (all-gather). algbw = bytes / time; busbw = algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (all-gather).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    bytes: PositiveInt
+    time_us: PositiveFloat
+    algbw_gb_s: PositiveFloat
+    busbw_gb_s: float = Field(ge=0)
+
+
+class PeerCopy(BaseModel):
+    """``tensor.copy_`` from one GPU to another: bytes / time, one direction."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    src: int = Field(ge=0)
+    dst: int = Field(ge=0)
+    bytes: PositiveInt
+    gb_s: PositiveFloat
+    peer_access: bool | None = None
+
+
+class GpuTopology(BaseModel):
+    """What NVML says about one GPU's links: NVLink state per link, and P2P status towards each other GPU."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    index: int = Field(ge=0)
+    name: str = ""
+    pci_bus_id: str = ""
+    nvlink_active: tuple[bool, ...] = Field(default=(), description="One entry per NVLink the GPU reports.")
+    nvlink_version: int | None = Field(
+        default=None, description="nvmlDeviceGetNvLinkVersion as NVML reports it (a code, not always the major).")
+    nvlink_remote_bus_ids: tuple[str, ...] = Field(default=(), description="Bus id at the far end of each active link.")
+    p2p_nvlink: dict[str, str] = Field(default_factory=dict, description="Other GPU index -> NVML P2P NVLink status.")
+    p2p_read: dict[str, str] = Field(default_factory=dict, description="Other GPU index -> NVML P2P read status.")
+
+    @property
+    def active_nvlinks(self) -> int:
+        return sum(self.nvlink_active)
+
+
+class Topology(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    gpus: tuple[GpuTopology, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def nvlink(self) -> bool:
+        """Every GPU has at least one active NVLink."""
+        return bool(self.gpus) and all(g.active_nvlinks > 0 for g in self.gpus)
+
+
+class Links(BaseModel):
+    """What ``probe --all-gpus`` measured between the devices of one machine (see docs/probe.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    world_size: int = Field(ge=2)
+    backend: str = Field(description="'nccl' (GPUs) or 'gloo' (CPU processes, the CI path).")
+    device: str = Field(description="'cuda' or 'cpu'.")
+    dtype: str = "fp32"
+    link_kind: str = Field(default="", description="'nvlink', 'pcie', or '' when unknown (CPU).")
+    all_reduce: tuple[CollectiveSample, ...] = ()
+    all_gather: tuple[CollectiveSample, ...] = ()
+    all_reduce_busbw_gb_s: PositiveFloat = Field(description="Best all-reduce bus bandwidth over the sizes.")
+    all_gather_busbw_gb_s: PositiveFloat | None = None
+    small_all_reduce: tuple[CollectiveSample, ...] = Field(default=(), description="8 B and 1 KB all-reduces.")
+    all_reduce_latency_us: PositiveFloat = Field(description="Time of the smallest all-reduce measured.")
+    p2p: tuple[PeerCopy, ...] = ()
+    topology: Topology | None = None
+    environment: dict[str, str] = Field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
 class Calibration(BaseModel):
     """What the probe measured on one device. Units in field names; TOPS = 1e12 ops/s, GB = 1e9 bytes."""
 
@@ -93,6 +169,8 @@ class Calibration(BaseModel):
     backend: str = Field(default="cuda", description="'cuda' or 'cpu'.")
     mode: str = Field(default="", description="Probe mode: 'quick' or 'full'.")
     notes: tuple[str, ...] = Field(default=(), description="What was skipped or looked wrong while measuring.")
+    links: Links | None = Field(
+        default=None, description="Peer links between this machine's devices (probe --all-gpus).")
     environment: dict[str, str] = Field(default_factory=dict)
     created: str = ""
     probe_version: str = ""

@@ -110,6 +110,7 @@ class RecommendResult:
 
     def model_dump(self) -> dict:
         c = asdict(self.constraints)
+        c["dtypes"] = list(c["dtypes"])
         return {
             "constraints": c, "rank_by": self.constraints.rank_by, "notes": self.notes,
             "recommendations": [r.model_dump() for r in self.recommendations],
@@ -284,3 +285,84 @@ def _filters_text(c: Constraints) -> str:
         parts.append(f"hardware {', '.join(c.hardware)}")
     parts.append(f"dtype {'/'.join(c.dtypes)}")
     return ", ".join(parts)
+
+
+# --- LLM form: devices and device counts for a language model ------------------------------------------
+
+@dataclass(frozen=True)
+class LLMRecommendation:
+    hardware: str
+    devices: int                 # tensor-parallel degree needed
+    tokens_per_s: float          # decode tokens/s per request
+    ttft_s: float
+    tpot_s: float
+    memory_required_bytes: float  # per device
+    bound: str
+    total_tdp_w: float
+    tokens_per_s_per_watt: float  # per request, over all devices' TDP
+    price_usd: float | None      # all devices
+    calibrated: bool
+    why: str
+
+    def model_dump(self) -> dict:
+        d = asdict(self)
+        d.update(latency_ms=self.tpot_s * 1e3, ttft_ms=self.ttft_s * 1e3,
+                 memory_required_gb=self.memory_required_bytes / 1e9, dtype=None, batch=None,
+                 throughput_per_s=self.tokens_per_s)
+        return d
+
+
+def recommend_llm(cfg, devices: Iterable[Hardware], c: Constraints, *, tokens_per_s: float | None,
+                  ttft_s: float | None, batch: int = 1, prompt: int | None = None, generate: int | None = None,
+                  max_devices: int = 8, calibration_of=None) -> RecommendResult:
+    """Rank devices (and how many of each) for an LLM: the fewest devices of a kind that fit the model and meet
+    ``tokens_per_s`` (per request) and ``ttft_s``. Ranking as for models: efficiency = tokens/s per watt of
+    all devices' TDP, price = tokens/s per 1000 USD of all devices."""
+    from .llm import plan_llm
+    from .llm.analysis import roofline_predictor
+
+    recs: list[LLMRecommendation] = []
+    rejected: list[Rejection] = []
+    candidates = []
+    for hw in devices:
+        why = _prefilter(hw, c)
+        if why is None:
+            candidates.append(hw)
+        elif why != "not in --hardware":
+            rejected.append(Rejection(hw.id, why))
+    if not candidates:
+        raise NothingFeasibleError("no device left after filtering: " + _filters_text(c),
+                                   hint="relax --segment, --max-power, --max-price or --hardware")
+    kwargs = {k: v for k, v in (("prompt", prompt), ("generate", generate)) if v is not None}
+    for hw in candidates:
+        cal, source = calibration_of(hw) if calibration_of else (None, "")
+        plan = plan_llm(cfg, hw, tokens_per_s=tokens_per_s, ttft_s=ttft_s, batch=batch, mode=c.mode,
+                        max_devices=max_devices, calibration=cal,
+                        predictor=roofline_predictor(hw, cal, source), **kwargs)
+        if not plan.meets_targets or plan.analysis is None or plan.devices is None:
+            rejected.append(Rejection(hw.id, plan.why))
+            continue
+        a, n = plan.analysis, plan.devices
+        rate = 1.0 / a.tpot_s
+        recs.append(LLMRecommendation(
+            hardware=hw.id, devices=n, tokens_per_s=rate, ttft_s=a.ttft_s, tpot_s=a.tpot_s,
+            memory_required_bytes=a.memory_required_bytes, bound=a.bound, total_tdp_w=n * hw.tdp_w,
+            tokens_per_s_per_watt=rate / (n * hw.tdp_w), price_usd=n * hw.price_usd if hw.price_usd else None,
+            calibrated=cal is not None, why=plan.why))
+    key = {
+        "efficiency": lambda r: r.tokens_per_s_per_watt,
+        "latency": lambda r: -r.tpot_s,
+        "throughput": lambda r: r.tokens_per_s,
+        "price": lambda r: r.tokens_per_s / r.price_usd if r.price_usd else -1.0,
+    }[c.rank_by]
+    recs.sort(key=key, reverse=True)
+    if c.top:
+        recs = recs[: c.top]
+    if not recs:
+        raise NothingFeasibleError(
+            f"no device meets the targets ({_filters_text(c)}); e.g. {rejected[0].hardware}: {rejected[0].reason}"
+            if rejected else "no device meets the targets",
+            hint="relax --tokens-per-s or --ttft, or allow more devices (--max-devices)")
+    notes = [f"ranked by {c.rank_by}" + {"efficiency": " (tokens/s per watt of all devices' TDP)"}.get(c.rank_by, ""),
+             f"mode {c.mode}; tokens/s per request at batch {batch}"]
+    return RecommendResult(recs, rejected, c, notes)  # type: ignore[arg-type]

@@ -11,7 +11,13 @@ from .common import catalog_option, console, echo_json, get_catalog, json_option
 
 
 @click.command()
-@click.argument("model", type=click.Path(path_type=Path))
+@click.argument("model", type=click.Path(path_type=Path), required=False)
+@click.option("--llm", "llm_config", help="Instead of MODEL: an LLM config.json or preset (llama3-8b, ...).")
+@click.option("--tokens-per-s", type=float, help="LLM: decode tokens/s per request to reach.")
+@click.option("--ttft", help="LLM: time to first token to stay under, with units (500ms).")
+@click.option("--prompt", type=int, help="LLM: prompt tokens (for TTFT).")
+@click.option("--generate", type=int, help="LLM: generated tokens per request.")
+@click.option("--max-devices", type=int, default=8, show_default=True, help="LLM: most devices per replica.")
 @click.option("--latency", help="Latency target per batch, with units: 10ms, 0.5s, 250us.")
 @click.option("--throughput", type=float, help="Throughput target in samples/s.")
 @click.option("--batch", "-b", type=int, help="Fixed batch (default: search for the best batch).")
@@ -29,9 +35,11 @@ from .common import catalog_option, console, echo_json, get_catalog, json_option
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know.")
 @catalog_option
 @json_option
-def recommend(model, latency, throughput, batch, dtype, segment, max_power, max_price, hardware_names, mode,
-              rank_by, top, no_calibration, strict, catalog_dirs, as_json):
-    """Rank the devices that run MODEL (a .py file) within the targets."""
+def recommend(model, llm_config, tokens_per_s, ttft, prompt, generate, max_devices, latency, throughput, batch,
+              dtype, segment, max_power, max_price, hardware_names, mode, rank_by, top, no_calibration, strict,
+              catalog_dirs, as_json):
+    """Rank the devices that run MODEL (a .py file), or an LLM (--llm), within the targets."""
+    from ..errors import InputError
     from ..api import ModelCosts, calibration_for
     from ..recommend import AUTO_DTYPES, Constraints
     from ..recommend import recommend as run_recommend
@@ -46,6 +54,12 @@ def recommend(model, latency, throughput, batch, dtype, segment, max_power, max_
         dtypes=dtypes, segment=segment.lower() if segment else None,
         max_power_w=parse_power_w(max_power) if max_power else None, max_price_usd=max_price,
         hardware=limit, mode=mode, rank_by=rank_by, top=top)
+    if llm_config:
+        return _recommend_llm(llm_config, c, tokens_per_s, ttft, batch or 1, prompt, generate, max_devices,
+                              catalog, no_calibration, as_json)
+    if model is None:
+        raise InputError("give a MODEL file (build_model/example_inputs) or --llm CONFIG",
+                         hint="e.g. tops-advisor recommend examples/resnet50.py --latency 10ms")
     costs = ModelCosts(model, strict=strict)
     res = run_recommend(costs.at, list(catalog), c,
                         calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
@@ -61,5 +75,31 @@ def recommend(model, latency, throughput, batch, dtype, segment, max_power, max_
     out.print(recommendations_table(res))
     for line in advice_lines(res):
         out.print(f"  - {line}")
+    if res.rejected:
+        out.print(rejected_table(res))
+
+
+def _recommend_llm(config, c, tokens_per_s, ttft, batch, prompt, generate, max_devices, catalog, no_calibration,
+                   as_json):
+    from ..api import calibration_for
+    from ..errors import InputError
+    from ..llm import load_config
+    from ..recommend import recommend_llm
+    from ..units import parse_latency_s
+
+    if tokens_per_s is not None and tokens_per_s <= 0:
+        raise InputError(f"--tokens-per-s must be greater than zero, got {tokens_per_s}")
+    cfg = load_config(config)
+    res = recommend_llm(cfg, list(catalog), c, tokens_per_s=tokens_per_s,
+                        ttft_s=parse_latency_s(ttft) if ttft else None, batch=batch, prompt=prompt,
+                        generate=generate, max_devices=max_devices,
+                        calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
+    if as_json:
+        echo_json(res.model_dump())
+        return
+    from ..render.recommend import llm_recommendations_table, rejected_table
+
+    out = console()
+    out.print(llm_recommendations_table(res, cfg.name if hasattr(cfg, "name") else str(config)))
     if res.rejected:
         out.print(rejected_table(res))

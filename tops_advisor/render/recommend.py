@@ -34,3 +34,15 @@ def rejected_table(res: RecommendResult) -> Table:
     for r in res.rejected:
         t.add_row(r.hardware, r.reason)
     return t
+
+
+def llm_recommendations_table(res: RecommendResult, model: str) -> Table:
+    t = Table(title=f"{model}: recommended ({'; '.join(res.notes)})", title_justify="left")
+    for col in ("#", "device", "devices", "tokens/s", "per token", "TTFT", "GB/device", "bound", "tokens/s/kW",
+                "calibrated"):
+        t.add_column(col, justify="left" if col in ("device", "bound", "calibrated") else "right", no_wrap=True)
+    for i, r in enumerate(res.recommendations, 1):
+        t.add_row(str(i), r.hardware, str(r.devices), f"{r.tokens_per_s:,.1f}", format_seconds(r.tpot_s),
+                  format_seconds(r.ttft_s), f"{r.memory_required_bytes / 1e9:,.1f}", r.bound,
+                  f"{r.tokens_per_s_per_watt * 1e3:,.1f}", "yes" if r.calibrated else "no")
+    return t

@@ -46,13 +46,11 @@ VECTOR_FRACTION = Default(0.70, "assumed")
 TINY_KERNEL_REFERENCE_S = Default(0.87e-6, "H200 probe: trivial kernel replayed in a CUDA graph")
 EAGER_LAUNCH_REFERENCE_S = Default(10.8e-6, "H200 probe: trivial operator launched eagerly from Python")
 KERNEL_GAP_S = Default(1.0e-6, "see KERNEL_FLOOR_S")
-KERNEL_FLOOR_S = Default(3.0e-6, "H200, benchmarks/results/h200_primitives.json: tiny relu/add/copy kernels "
-                                   "replayed in a CUDA graph take 1.6-1.9 us each, data movement included")
-
-# Activations that fit in L2 are read back from it by the next operator (weights are not: a forward pass
-# touches each weight once, and all of them together rarely fit). L2 serves them this much faster than DRAM.
-L2_ACTIVATION_SPEEDUP = Default(1.0, "assumed: Hopper/Ampere L2 bandwidth is ~3x HBM (Citadel-style "
-                                     "microbenchmarks report ~10-12 TB/s on H100)")
+KERNEL_FLOOR_S = Default(3.0e-6, "H200, graph mode: a trivial kernel alone takes 1.6-1.9 us "
+                                 "(benchmarks/results/h200_primitives.json), but the small kernels of real models "
+                                 "(convolutions, norms, GEMMs at batch 1) take 3-5 us; floor and gap were chosen by "
+                                 "a 12-point sweep (floor 2.5-4 us x gap 0.5-1.5 us) on ResNet-50, BERT-Large, "
+                                 "GPT-2 and the small CNN only (docs/roofline.md)")
 
 # Host cost of one eager PyTorch operator (Python, dispatcher, kernel launch), and of each extra kernel it
 # launches. Replaced by the probe's kernel_eager_us.

@@ -144,7 +144,6 @@ def _arrays(w: Workload) -> dict:
     a = {
         "flops": np.array([o.flops for o in ops], dtype=np.float64),
         "bytes": np.array([o.bytes_read + o.bytes_written for o in ops], dtype=np.float64),
-        "param_bytes": np.array([o.param_bytes for o in ops], dtype=np.float64),
         "kernels": np.array([o.kernels for o in ops], dtype=np.float64),
         "kind": np.array([kind_index.get(o.kind, kind_index["other"]) for o in ops], dtype=np.int64),
         "dtype": np.array([o.dtype for o in ops]),
@@ -253,10 +252,7 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     bw_factor = np.array([D.KIND_BANDWIDTH_FACTOR.get(k, 0.8) for k in OP_KINDS])[a["kind"]]
     bw_factor = np.where(_depthwise(a), D.DEPTHWISE_BANDWIDTH_FACTOR, bw_factor)
     compute = np.divide(a["flops"], rate, out=np.zeros_like(rate), where=a["flops"] > 0)
-    act_bytes = np.maximum(a["bytes"] - a["param_bytes"], 0.0)
-    l2 = (hardware.l2_cache_mb or 0.0) * 2**20
-    act_speed = np.where(act_bytes <= l2, D.L2_ACTIVATION_SPEEDUP.value, 1.0)
-    memory = (a["param_bytes"] + act_bytes / act_speed) / (perf.bandwidth_bytes_per_s * bw_factor)
+    memory = a["bytes"] / (perf.bandwidth_bytes_per_s * bw_factor)
     if perf.gemm_samples:
         compute, memory = _gemm_sample_correction(a, perf, precision, compute, memory, tf32_matmul)
     floor = a["kernels"] * perf.kernel_floor_s

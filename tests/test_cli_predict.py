@@ -1,0 +1,97 @@
+"""analyze and recommend through the CLI: output shape and every bad input (one line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from tops_advisor.cli import cli
+
+MODEL = "examples/small_cnn.py"
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_analyze_json_has_the_promised_keys():
+    r = run("analyze", MODEL, "-H", "h200", "--batch", "8", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    for key in ("latency_ms", "throughput_per_s", "attainable_tops", "bound", "fits_memory", "memory_required_gb",
+                "ops", "advice", "calibrated"):
+        assert key in d
+    assert d["calibrated"] is True  # the shipped H200 calibration is picked up
+    assert d["throughput_per_s"] == pytest.approx(8 / (d["latency_ms"] / 1e3))
+    no_cal = json.loads(run("analyze", MODEL, "-H", "h200", "--batch", "8", "--json", "--no-calibration").stdout)
+    assert no_cal["calibrated"] is False
+
+
+def test_analyze_table_and_plot(tmp_path):
+    plot = tmp_path / "roof.png"
+    r = run("analyze", MODEL, "-H", "rtx4090", "--mode", "eager", "--plot", str(plot))
+    assert r.exit_code == 0, r.output
+    assert "Advice" in r.output and "eager" in r.output
+    assert plot.stat().st_size > 10_000
+
+
+def test_analyze_int8_derived_from_fp16_count():
+    fp16 = json.loads(run("analyze", MODEL, "-H", "h100-sxm", "--batch", "64", "--json").stdout)
+    int8 = json.loads(run("analyze", MODEL, "-H", "h100-sxm", "--batch", "64", "--dtype", "int8", "--json").stdout)
+    assert int8["bytes"] < fp16["bytes"] and int8["precision"] == "int8"
+
+
+@pytest.mark.parametrize("args, message", [
+    (("-H", "rtx-4009"), "unknown hardware 'rtx-4009'"),
+    (("-H", "h100"), "is ambiguous"),
+    (("-H", "a100-pcie-40gb", "--dtype", "fp8"), "a100-pcie-40gb has no fp8 peak; it has"),
+    (("-H", "h200", "--dtype", "fp17"), "unknown dtype 'fp17'"),
+    (("-H", "h200", "--batch", "0"), "--batch must be a positive integer"),
+    (("-H", "h200", "--plot", "/nonexistent/dir/x.png"), "cannot write plot"),
+    (("-H", "h200", "--plot", "roof.txt"), "must end in .png, .svg or .pdf"),
+])
+def test_analyze_bad_input(args, message):
+    r = run("analyze", MODEL, *args)
+    assert r.exit_code == 2
+    assert message in r.output
+    assert "Traceback" not in r.output
+
+
+def test_analyze_invalid_calibration(tmp_path):
+    bad = tmp_path / "cal.json"
+    bad.write_text("{not json")
+    r = run("analyze", MODEL, "-H", "h200", "--calibration", str(bad))
+    assert r.exit_code == 2 and "is not valid JSON" in r.output
+
+
+def test_analyze_missing_model_file():
+    r = run("analyze", "nope.py", "-H", "h200")
+    assert r.exit_code == 2 and "nope.py" in r.output
+
+
+def test_recommend_json_and_rejections():
+    r = run("recommend", MODEL, "--latency", "1ms", "--segment", "edge", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["recommendations"] and {"hardware", "dtype", "batch", "latency_ms", "throughput_per_s", "bound",
+                                     "calibrated"} <= set(d["recommendations"][0])
+    assert all(x["latency_ms"] <= 1.0 for x in d["recommendations"])
+    assert {"hardware", "reason"} <= set(d["rejected"][0])
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--latency", "10"), "needs a positive number with a unit"),
+    (("--latency", "-5ms"), "needs a positive number with a unit"),
+    (("--latency", "0ms"), "must be greater than zero"),
+    (("--latency", "10parsecs"), "unknown unit"),
+    (("--segment", "edg"), "unknown segment 'edg'"),
+    (("--latency", "1ns"), "no device meets the constraints"),
+    (("--max-power", "1W"), "no device left after filtering"),
+])
+def test_recommend_bad_input(args, message):
+    r = run("recommend", MODEL, *args)
+    assert r.exit_code == 2
+    assert message in r.output
+    assert "Traceback" not in r.output

@@ -1,0 +1,285 @@
+"""Measure a model file's real latency on the local device (imports torch).
+
+Timing on a CUDA GPU: CUDA events around each forward (eager) or CUDA-graph replay, after warm-up; the
+median of ``repeats`` timed iterations and the spread (min, max). Inputs are random, never zeros. On the CPU
+(a plumbing test, not an accuracy measurement) the same loop is timed with ``time.perf_counter`` and only
+eager mode exists. ``profile_ops`` runs one eager forward under torch.profiler and returns the device time
+per ATen operator.
+
+Used by ``tops-advisor validate`` and by ``benchmarks/measure_models.py``; the record format
+(``Measurement.model_dump``) is the one in ``benchmarks/results/h200_models.json``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from ..errors import ModelFileError, ProbeError
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+MEASURED_MODES = ("eager", "graph")
+
+
+@dataclass
+class Measurement:
+    """One model at one batch and dtype on one device. Seconds; ``None`` for a mode not measured."""
+
+    model: str
+    batch: int
+    dtype: str
+    device: str = "cuda"
+    eager_s: float | None = None
+    eager_spread_s: tuple[float, float] | None = None
+    graph_s: float | None = None
+    graph_spread_s: tuple[float, float] | None = None
+    kernels_by_op: dict[str, dict] | None = None   # ATen op -> calls, device_us, self_device_us, outer_device_us
+    error: str | None = None                       # "out of memory" or why this batch failed
+
+    def latency_s(self, mode: str) -> float | None:
+        return getattr(self, f"{mode}_s")
+
+    def spread_s(self, mode: str) -> tuple[float, float] | None:
+        return getattr(self, f"{mode}_spread_s")
+
+    def model_dump(self) -> dict:
+        """The record format of ``benchmarks/measure_models.py`` (keys absent where not measured)."""
+        d: dict = {"model": self.model, "batch": self.batch, "dtype": self.dtype}
+        if self.device != "cuda":
+            d["device"] = self.device
+        if self.error:
+            d["error"] = self.error
+            return d
+        for mode in MEASURED_MODES:
+            if self.latency_s(mode) is not None:
+                d[f"{mode}_s"] = self.latency_s(mode)
+                d[f"{mode}_spread"] = list(self.spread_s(mode))
+        if self.kernels_by_op is not None:
+            d["kernels_by_op"] = self.kernels_by_op
+        return d
+
+    @classmethod
+    def from_record(cls, rec: dict) -> Measurement:
+        spread = {m: tuple(rec[f"{m}_spread"]) if f"{m}_spread" in rec else None for m in MEASURED_MODES}
+        return cls(model=rec["model"], batch=rec["batch"], dtype=rec["dtype"], device=rec.get("device", "cuda"),
+                   eager_s=rec.get("eager_s"), eager_spread_s=spread["eager"], graph_s=rec.get("graph_s"),
+                   graph_spread_s=spread["graph"], kernels_by_op=rec.get("kernels_by_op"),
+                   error=rec.get("error"))
+
+
+def cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+def check_device(device: str) -> None:
+    """ProbeError (one line) when ``device`` cannot be measured here."""
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ProbeError("no CUDA GPU found: validate measures the model on a local GPU",
+                         hint="run it on a machine with an NVIDIA GPU, or pass --device cpu to test the "
+                              "plumbing (not accuracy)")
+    if device not in ("cuda", "cpu"):
+        raise ProbeError(f"unknown device {device!r}; expected cuda or cpu")
+
+
+def device_name(device: str) -> str:
+    if device == "cuda":
+        return torch.cuda.get_device_name(0)
+    return platform.processor() or platform.machine()
+
+
+def cast_inputs(inputs, dtype: str, device: str) -> tuple:
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    return tuple(t.to(device, dtype=DTYPES[dtype]) if t.is_floating_point() else t.to(device) for t in inputs)
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_fn(fn: Callable[[], object], repeats: int, warmup: int, device: str = "cuda") -> list[float]:
+    """Seconds per call of ``fn``, ``repeats`` times after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    _sync(device)
+    times = []
+    for _ in range(repeats):
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def is_oom(exc: BaseException) -> bool:
+    oom = getattr(torch.cuda, "OutOfMemoryError", ())
+    return (bool(oom) and isinstance(exc, oom)) or "out of memory" in str(exc).lower()
+
+
+def measure_one(model_file, batch: int, dtype: str, *, repeats: int = 30, warmup: int = 10,
+                profile: bool = False, device: str = "cuda", modes: tuple[str, ...] = MEASURED_MODES,
+                model_name: str | None = None) -> Measurement:
+    """Build the model of a loaded model file (``counting.load_model_file``) and time it at one batch.
+
+    Raises whatever the model raises (the caller tells out-of-memory, ``is_oom``, from other failures).
+    Graph mode needs CUDA: on the CPU only eager is measured.
+    """
+    torch.manual_seed(0)
+    model = model_file.build(meta=False).to(device, dtype=DTYPES[dtype]).eval()
+    inputs = cast_inputs(model_file.inputs(batch, meta=False), dtype, device)
+    out = Measurement(model=model_name or str(model_file.path), batch=batch, dtype=dtype, device=device)
+    try:
+        with torch.inference_mode():
+            if "eager" in modes:
+                t = time_fn(lambda: model(*inputs), repeats, warmup, device)
+                out.eager_s, out.eager_spread_s = statistics.median(t), (min(t), max(t))
+            if "graph" in modes and device == "cuda":
+                # capture one forward on a side stream after warm-up, then replay
+                s = torch.cuda.Stream()
+                s.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(s):
+                    for _ in range(3):
+                        model(*inputs)
+                torch.cuda.current_stream().wait_stream(s)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    model(*inputs)
+                t = time_fn(graph.replay, repeats, warmup, device)
+                out.graph_s, out.graph_spread_s = statistics.median(t), (min(t), max(t))
+                del graph
+            if profile:
+                out.kernels_by_op = profile_ops(model, inputs, device)
+    finally:
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return out
+
+
+def _device_us(evt, self_only: bool = False) -> float:
+    if self_only:
+        v = getattr(evt, "self_device_time_total", None)
+        return v if v is not None else getattr(evt, "self_cuda_time_total", 0.0)
+    v = getattr(evt, "device_time_total", None)
+    return v if v is not None else getattr(evt, "cuda_time_total", 0.0)
+
+
+def _is_outermost(evt) -> bool:
+    parent = evt.cpu_parent
+    while parent is not None:
+        if parent.name.startswith("aten::"):
+            return False
+        parent = parent.cpu_parent
+    return True
+
+
+def profile_ops(model, inputs, device: str = "cuda") -> dict[str, dict]:
+    """Time per ATen operator from one eager forward under torch.profiler, in microseconds.
+
+    ``device_us`` includes the operators it calls, ``self_device_us`` only its own kernels, and
+    ``outer_device_us`` counts only the calls not made from inside another ATen operator (so summing it over
+    operators counts every kernel once, under the operator the model called). On the CPU the times are host
+    times (there are no kernels).
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with torch.inference_mode(), profile(activities=activities) as prof:
+        model(*inputs)
+        _sync(device)
+    cpu = device != "cuda"
+    result: dict[str, dict] = {}
+    for evt in prof.key_averages():
+        total = evt.cpu_time_total if cpu else _device_us(evt)
+        own = evt.self_cpu_time_total if cpu else _device_us(evt, self_only=True)
+        if evt.key.startswith("aten::") and total > 0:
+            result[evt.key] = {"calls": evt.count, "device_us": total, "self_device_us": own,
+                               "outer_device_us": 0.0}
+    for evt in prof.events():
+        if evt.name in result and _is_outermost(evt):
+            result[evt.name]["outer_device_us"] += evt.cpu_time_total if cpu else _device_us(evt)
+    return result
+
+
+def measure_batches(model_file, batches: list[int], dtype: str, *, repeats: int = 30, warmup: int = 10,
+                    profile: bool = False, device: str = "cuda", modes: tuple[str, ...] = MEASURED_MODES,
+                    model_name: str | None = None, keep_going: bool = False,
+                    progress: Callable[[Measurement], None] | None = None) -> list[Measurement]:
+    """Measure every batch. Out of memory at one batch is recorded and the others go on; any other failure
+    raises ModelFileError (one line), or with ``keep_going`` is recorded too."""
+    from ..counting.counter import one_line
+
+    name = model_name or str(model_file.path)
+    out = []
+    for batch in batches:
+        try:
+            m = measure_one(model_file, batch, dtype, repeats=repeats, warmup=warmup, profile=profile,
+                            device=device, modes=modes, model_name=name)
+        except ModelFileError:
+            raise
+        except Exception as exc:  # the model's own failure on this device: one line, or record and go on
+            if is_oom(exc):
+                m = Measurement(name, batch, dtype, device, error="out of memory")
+            elif keep_going:
+                m = Measurement(name, batch, dtype, device, error=f"{type(exc).__name__}: {one_line(exc)}")
+            else:
+                raise ModelFileError(f"{name} failed on {device} at batch {batch}: {one_line(exc)}") from None
+        if device == "cuda" and m.error:
+            torch.cuda.empty_cache()  # after the exception (and the frames holding the model) is gone
+        out.append(m)
+        if progress:
+            progress(m)
+    return out
+
+
+def environment(device: str = "cuda", command: str | None = None) -> dict:
+    """Versions, the card and its state, the command: recorded with every measurement."""
+    env = {"torch": torch.__version__, "python": platform.python_version(), "host": platform.node(),
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "command": command if command is not None else " ".join(sys.argv), "device": device}
+    if device != "cuda":
+        env["cpu"] = device_name(device)
+        env["threads"] = torch.get_num_threads()
+        return env
+    props = torch.cuda.get_device_properties(0)
+    env.update({"gpu": props.name, "sm_count": props.multi_processor_count, "cuda": torch.version.cuda,
+                "cudnn": str(torch.backends.cudnn.version()),
+                "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+                "allow_tf32_cudnn": torch.backends.cudnn.allow_tf32})
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        env["driver"] = driver.decode() if isinstance(driver, bytes) else driver
+        env["sm_clock_max_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM)
+        env["power_limit_w"] = pynvml.nvmlDeviceGetPowerManagementLimit(h) / 1000
+    except Exception as exc:  # NVML is optional here
+        env["nvml"] = f"unavailable: {exc}"
+    return env
+
+
+@dataclass
+class MeasurementSet:
+    """Measurements and the environment they were taken in (the JSON of ``benchmarks/results/``)."""
+
+    environment: dict
+    runs: list[Measurement] = field(default_factory=list)
+
+    def model_dump(self) -> dict:
+        return {"environment": self.environment, "runs": [m.model_dump() for m in self.runs]}
