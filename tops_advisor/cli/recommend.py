@@ -39,8 +39,8 @@ def recommend(model, llm_config, tokens_per_s, ttft, prompt, generate, max_devic
               dtype, segment, max_power, max_price, hardware_names, mode, rank_by, top, no_calibration, strict,
               catalog_dirs, as_json):
     """Rank the devices that run MODEL (a .py file), or an LLM (--llm), within the targets."""
-    from ..errors import InputError
     from ..api import ModelCosts, calibration_for
+    from ..errors import InputError
     from ..recommend import AUTO_DTYPES, Constraints
     from ..recommend import recommend as run_recommend
     from ..units import parse_latency_s, parse_power_w, parse_precision

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import os
 import socket
 import sys
@@ -401,13 +402,16 @@ def run_links(device: str = "cuda", mode: str = "quick", world_size: int | None 
         if on_spawn:
             on_spawn(pids)
         deadline = time.monotonic() + timeout_s
+        spawn_log = logging.getLogger("torch.multiprocessing.spawn")
+        level = spawn_log.level
+        spawn_log.setLevel(logging.ERROR)  # its 'Terminating process ...' warnings: the one line below says it
         try:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise ProbeError(_timeout_message(out, n, timeout_s),
                                      hint="every rank was stopped; raise --timeout if the machine is just slow")
-                if ctx.join(timeout=min(left, 0.5), grace_period=KILL_GRACE_S):
+                if ctx.join(timeout=min(left, 0.5), grace_period=1.0):
                     break
         except (ProcessRaisedException, ProcessExitedException) as exc:
             code = getattr(exc, "exit_code", None)
@@ -416,6 +420,7 @@ def run_links(device: str = "cuda", mode: str = "quick", world_size: int | None 
             raise ProbeError(msg, hint=hint) from None
         finally:
             _terminate(ctx.processes)
+            spawn_log.setLevel(level)
         raw = _read(out / "result.json")
         child_env = {r: (_read(out / f"rank{r}.env.json") or {}) for r in range(n)}
     if raw is None:
