@@ -54,11 +54,11 @@ def test_nothing_meets_latency_names_closest_miss():
 
 
 def test_memory_rejection():
-    # 16 GB params + 0.5 GB runtime do not fit in 16 GB.
+    # 16 GB params + 1 GB runtime do not fit in 16 GB.
     res = recommend(lambda b, d: stream(b, d, param_bytes=16e9), [FAST, make_hardware(id="big", memory_gb=80)],
                     Constraints(batch=1))
     assert [r.hardware for r in res.recommendations] == ["big"]
-    assert res.rejected[0].reason == "needs 16.5 GB at batch 1, has 16 GB"
+    assert res.rejected[0].reason == "needs 17.0 GB at batch 1, has 16 GB"
 
 
 def test_missing_dtype_and_prefilters():

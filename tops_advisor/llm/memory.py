@@ -20,12 +20,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..catalog import Hardware
+from ..roofline.defaults import RUNTIME_MEMORY_BYTES
 from .builder import attended_tokens
 from .config import LLMConfig
 from .parallel import MAX_TP, rank_shape, valid_tp_degrees
 from .precision import Precision
 
-RUNTIME_RESERVE_BYTES = 1e9
+RUNTIME_RESERVE_BYTES = RUNTIME_MEMORY_BYTES.value  # one runtime reserve for models and LLMs
 _SEARCH_LIMIT = 1 << 24
 
 

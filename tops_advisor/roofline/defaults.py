@@ -89,7 +89,8 @@ MAX_SPLIT_K = {"matmul": 4.0, "attention": 1.0, "conv": 1.0}
 MAX_SPLIT_K_SIMT = 2.0  # plain FP32 GEMMs split K less (H200 primitives, fp32 Linear on 128 tokens)
 
 # Memory the runtime takes besides weights and activations (CUDA context, cuBLAS/cuDNN workspaces).
-RUNTIME_MEMORY_BYTES = Default(0.5e9, "assumed: CUDA context ~300-500 MB plus library workspaces")
+RUNTIME_MEMORY_BYTES = Default(1e9, "assumed: CUDA context ~300-600 MB, cuBLAS/cuDNN workspaces and "
+                                          "allocator slack; one figure for models and LLMs")
 
 # GEMM tiles a BLAS library picks from, with the fraction of the large-GEMM rate each reaches when full:
 # smaller tiles reuse less data and run below peak (CUTLASS/cuBLAS tile configurations).
