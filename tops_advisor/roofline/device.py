@@ -68,6 +68,12 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
             notes.append(f"not measured, scaled by the median measured/datasheet ratio {fill:.2f}: "
                          f"{', '.join(missing)}")
         bandwidth = calibration.memory_bandwidth_bytes_per_s
+        sus = calibration.sustained
+        if sus is not None and sus.throttled and sus.precision in calibration.measured_tops:
+            burst = calibration.measured_tops[sus.precision]
+            notes.append(f"burst rates: under a sustained {sus.precision} load this card ran at "
+                         f"{sus.tops_median:.0f} TOPS ({sus.tops_median / burst:.0%} of the measured "
+                         f"{burst:.0f}; {', '.join(sus.throttle_reasons) or 'throttled'})")
         if calibration.kernel_graph_us:
             # the probe times a trivial kernel; real kernels' floor and gap scale with it
             scale = calibration.kernel_graph_us * 1e-6 / D.TINY_KERNEL_REFERENCE_S.value
