@@ -156,6 +156,21 @@ def _prefilter(hw: Hardware, c: Constraints) -> str | None:
     return None
 
 
+def _candidates(devices: Iterable[Hardware], c: Constraints) -> tuple[list[Hardware], list[Rejection]]:
+    """Devices that pass the filters, and the others with why (devices outside --hardware are dropped)."""
+    candidates, rejected = [], []
+    for hw in devices:
+        why = _prefilter(hw, c)
+        if why is None:
+            candidates.append(hw)
+        elif why != "not in --hardware":
+            rejected.append(Rejection(hw.id, why))
+    if not candidates:
+        raise NothingFeasibleError("no device left after filtering: " + _filters_text(c),
+                                   hint="relax --segment, --max-power, --max-price or --hardware")
+    return candidates, rejected
+
+
 def _operating_point(preds: list[Prediction], c: Constraints) -> tuple[Prediction | None, str, float]:
     """Best prediction over batches for one device and dtype, or why none works and how close it came."""
     fitting = [p for p in preds if p.fits_memory]
@@ -188,18 +203,7 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
               ) -> RecommendResult:
     """Rank ``devices`` for the workload ``workload_at(batch, dtype)`` under ``c``."""
     recs: list[Recommendation] = []
-    rejected: list[Rejection] = []
-    devices = list(devices)
-    candidates = []
-    for hw in devices:
-        why = _prefilter(hw, c)
-        if why is None:
-            candidates.append(hw)
-        elif why != "not in --hardware":
-            rejected.append(Rejection(hw.id, why))
-    if not candidates:
-        raise NothingFeasibleError("no device left after filtering: " + _filters_text(c),
-                                   hint="relax --segment, --max-power, --max-price or --hardware")
+    candidates, rejected = _candidates(devices, c)
     batches = _batches(c)
     for hw in candidates:
         cal, source = calibration_of(hw) if calibration_of else (None, "")
@@ -322,17 +326,7 @@ def recommend_llm(cfg, devices: Iterable[Hardware], c: Constraints, *, tokens_pe
     from .llm.analysis import roofline_predictor
 
     recs: list[LLMRecommendation] = []
-    rejected: list[Rejection] = []
-    candidates = []
-    for hw in devices:
-        why = _prefilter(hw, c)
-        if why is None:
-            candidates.append(hw)
-        elif why != "not in --hardware":
-            rejected.append(Rejection(hw.id, why))
-    if not candidates:
-        raise NothingFeasibleError("no device left after filtering: " + _filters_text(c),
-                                   hint="relax --segment, --max-power, --max-price or --hardware")
+    candidates, rejected = _candidates(devices, c)
     kwargs = {k: v for k, v in (("prompt", prompt), ("generate", generate)) if v is not None}
     for hw in candidates:
         cal, source = calibration_of(hw) if calibration_of else (None, "")

@@ -21,9 +21,19 @@ from .common import catalog_option, console, echo_json, get_catalog, json_option
               help="Also hold a heavy GEMM load this long: clocks, power, throttling, TOPS per watt.")
 @click.option("--save", is_flag=True, help="Save the calibration in the user's data directory.")
 @click.option("--output", type=click.Path(path_type=Path, dir_okay=False), help="Write the calibration here.")
+@click.option("--all-gpus", is_flag=True,
+              help="Also measure the links between devices: NCCL all-reduce/all-gather bus bandwidth, peer copies, "
+                   "small all-reduce latency, NVLink topology (with --device cpu: gloo between CPU processes).")
+@click.option("--world-size", type=int, metavar="N",
+              help="Ranks for --all-gpus (default: every visible GPU; 2 processes with --device cpu).")
+@click.option("--links-only", is_flag=True,
+              help="With --all-gpus: measure only the links; --output/--save add them to the existing file.")
+@click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True, metavar="SECONDS",
+              help="With --all-gpus: stop every rank after this long (a hung or failed rank is named).")
 @json_option
 @catalog_option
-def probe(device: str, quick: bool, sustained_s: float | None, save: bool, output: Path | None, as_json: bool,
+def probe(device: str, quick: bool, sustained_s: float | None, save: bool, output: Path | None, all_gpus: bool,
+          world_size: int | None, links_only: bool, timeout_s: float, as_json: bool,
           catalog_dirs: tuple[Path, ...]) -> None:
     """Measure what this card really delivers and compare it with its datasheet.
 
@@ -36,6 +46,11 @@ def probe(device: str, quick: bool, sustained_s: float | None, save: bool, outpu
         raise InputError(f"--sustained {sustained_s:g}: give a positive number of seconds, e.g. --sustained 30")
     mode = "quick" if quick else "full"
     catalog = get_catalog(catalog_dirs)
+    if all_gpus or world_size is not None or links_only:
+        from .probe_links import probe_all
+
+        probe_all(device, mode, sustained_s, save, output, world_size, links_only, timeout_s, as_json, catalog)
+        return
     command = f"tops-advisor probe --device {device} --{mode}" + \
         (f" --sustained {sustained_s:g}" if sustained_s else "")
     result = run_probe(device, mode, sustained_s=sustained_s, catalog=catalog, command=command)

@@ -154,8 +154,8 @@ class _Steps:
     def __init__(self, out_dir: Path, rank: int):
         self.path, self.n = out_dir / f"rank{rank}.step", 0
 
-    def __call__(self, what: str) -> None:
-        self.n += 1
+    def __call__(self, what: str, advance: bool = True) -> None:
+        self.n += advance
         _write(self.path, {"n": self.n, "what": what})
 
 
@@ -180,7 +180,7 @@ def _worker(rank: int, world_size: int, device: str, mode: str, port: int, out_d
         step("start")
         what = _fault_for(fault, rank)
         if what == "hang":
-            step("hang (test hook)")
+            step("hang (test hook)", advance=False)
             time.sleep(3600)
         if what == "fail":
             raise RuntimeError("injected failure (test hook)")
