@@ -15,9 +15,8 @@ image generated with 50 sampler steps (PLMS / DDIM, the SD 1.x default) and clas
 the UNet 50 times on a batch of 2 (the conditional and the unconditional latent go through together, as
 the reference scripts do): one image = 50 x (this model at batch 2), and N images at once = 50 x (batch 2N).
 The text encoder (CLIP ViT-L/14, run once per prompt) and the VAE decoder (once per image, 64x64x4 to
-512x512x3: on a GPU a noticeable but small fraction of 50 UNet steps) are not modelled here, so a
-prediction from this file is a lower bound on the time per image; the scheduler's own arithmetic is
-negligible.
+512x512x3) are not modelled here, nor is the sampler's own arithmetic (a few elementwise operations on the
+latents per step), so ``50 x`` a prediction from this file is a lower bound on the time per image.
 """
 
 import math

@@ -133,7 +133,12 @@ class Links(BaseModel):
     all_reduce_busbw_gb_s: PositiveFloat = Field(description="Best all-reduce bus bandwidth over the sizes.")
     all_gather_busbw_gb_s: PositiveFloat | None = None
     small_all_reduce: tuple[CollectiveSample, ...] = Field(default=(), description="8 B and 1 KB all-reduces.")
-    all_reduce_latency_us: PositiveFloat = Field(description="Time of the smallest all-reduce measured.")
+    all_reduce_latency_us: PositiveFloat = Field(
+        description="Time per call of the smallest all-reduce, called eagerly from Python (host cost included).")
+    small_all_reduce_graph: tuple[CollectiveSample, ...] = Field(
+        default=(), description="The same small all-reduces captured in a CUDA graph and replayed (GPU only).")
+    all_reduce_graph_latency_us: PositiveFloat | None = Field(
+        default=None, description="Time per call of the smallest all-reduce replayed in a CUDA graph.")
     p2p: tuple[PeerCopy, ...] = ()
     topology: Topology | None = None
     environment: dict[str, str] = Field(default_factory=dict)
@@ -292,5 +297,6 @@ def find_calibration(hardware_id: str, explicit_path: Path | str | None = None) 
         if cal.hardware != hardware_id:
             _warn(f"ignoring calibration {path}: it was measured on {cal.hardware!r}, not {hardware_id!r}")
             continue
-        return cal, f"{where} {path}"
+        shown = f"hardware_db/calibrations/{path.name}" if where == "shipped" else str(path)
+        return cal, f"{where} {shown}"
     return None, "none"

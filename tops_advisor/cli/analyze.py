@@ -59,6 +59,9 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
     pred = predict(workload, hw, mode=mode, tf32_matmul=tf32, perf=perf)
     other = predict(workload, hw, mode="graph" if mode == "eager" else "eager", tf32_matmul=tf32, perf=perf)
     advice = advise(pred, hw, other)
+    from ..accuracy import expected_error, model_family  # error band from docs/accuracy.md (validate)
+
+    band = expected_error(model_family(workload), mode, pred.calibrated)
     if plot_path is not None:
         from ..render.plot import roofline_plot
 
@@ -68,12 +71,15 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
         d["advice"] = advice
         d["unsupported_ops"] = dict(workload.unsupported_ops)
         d["plot"] = str(plot_path) if plot_path else None
+        d["expected_error"] = band
         echo_json(d)
         return
     from ..render.analyze import by_kind_table, summary_table, top_ops_table
 
     out = console()
     out.print(summary_table(pred, hw.name))
+    if band:
+        out.print(f"  {band['text']}")
     out.print(by_kind_table(pred))
     out.print(top_ops_table(pred, top))
     out.print("[bold]Advice[/bold]")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -129,7 +130,7 @@ def validate(model, batch_text, dtype, mode, calibration_path, per_op, plot_path
             "rows": [r.model_dump() for r in rows],
             "failed": [{"batch": m.batch, "error": m.error} for m in measured if m.error],
             "per_op": [{"batch": b, "kinds": [k.model_dump() for k in ks]} for b, ks in per_kind],
-            "environment": M.environment(device), "runs": [m.model_dump() for m in measured],
+            "environment": M.environment(device, command="tops-advisor " + " ".join(sys.argv[1:])), "runs": [m.model_dump() for m in measured],
             "plot": str(plot_path) if plot_path else None,
         })
     else:

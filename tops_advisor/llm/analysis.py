@@ -172,7 +172,7 @@ class _Runner:
                  calibration, predictor: Predictor):
         self.cfg, self.hw, self.p, self.tp, self.mode, self.layout = cfg, hw, p, tp, mode, layout
         self.calibration, self.predictor = calibration, predictor
-        self.link: Link | None = link_for(hw) if tp > 1 else None
+        self.link: Link | None = link_for(hw, calibration, mode) if tp > 1 else None
 
     def run(self, phase: str, batch: int, context: int) -> PhaseResult:
         w = _cached_workload(self.cfg, phase, batch, context, self.p, self.tp, self.layout)

@@ -15,6 +15,13 @@ NVLink and 1.0 us per step over PCIe. The bandwidth is the catalog's: ``peer_lin
 vendors' total bidirectional figure per GPU, so one direction is half of it; without a peer link, PCIe's
 per-direction payload rate from generation and lanes. Communication is not overlapped with compute.
 The embedding's and the output head's collectives (one small all-reduce, one logit gather) are ignored.
+
+With a calibration whose ``links`` were measured (``tops-advisor probe --all-gpus``) the same model takes
+the measured numbers instead: the bandwidth is the best all-reduce **bus** bandwidth (nccl-tests' busbw =
+bytes / time x 2(n-1)/n, exactly the quantity the bandwidth term above divides by), and base + steps is the
+measured time of the smallest all-reduce (replayed in a CUDA graph for graph mode where that was measured,
+else called from Python), shifted by NCCL's per-step latency when predicting for a rank
+count other than the one measured (``base + 2(n-1) step`` grows by ``2 step`` per extra rank).
 """
 
 from __future__ import annotations
@@ -74,12 +81,20 @@ def rank_shape(cfg: LLMConfig, tp: int = 1) -> RankShape:
 class Link:
     kind: str                       # "nvlink" (any peer link) or "pcie"
     name: str
-    bandwidth_bytes_per_s: float    # one direction
+    bandwidth_bytes_per_s: float    # one direction (catalog) or the measured all-reduce bus bandwidth
     step_latency_s: float
+    measured_latency_s: float | None = None  # measured small all-reduce: replaces base + 2(n-1) steps
+    measured_world_size: int | None = None
+    source: str = "catalog"         # "catalog" or "calibration"
 
 
-def link_for(hw: Hardware) -> Link:
-    """The link tensor parallelism uses between two devices of this kind."""
+def link_for(hw: Hardware, calibration=None, mode: str = "graph") -> Link:
+    """The link tensor parallelism uses between two devices of this kind: measured when ``calibration``
+    carries ``links`` from ``probe --all-gpus``, else the catalog's. ``mode`` picks the measured latency: the
+    all-reduce replayed in a CUDA graph ('graph', where measured) or called from Python ('eager')."""
+    links = getattr(calibration, "links", None)
+    if links is not None:
+        return measured_link(links, mode)
     if hw.peer_link and hw.peer_link_bandwidth_gb_s:
         return Link("nvlink", hw.peer_link, hw.peer_link_bandwidth_gb_s * 1e9 / 2, NCCL_STEP_LATENCY_S["nvlink"])
     pcie = hw.pcie_bandwidth_bytes_per_s
@@ -89,12 +104,30 @@ def link_for(hw: Hardware) -> Link:
                      f"tensor parallelism cannot be costed", hint="use --tp 1")
 
 
+def measured_link(links, mode: str = "graph") -> Link:
+    """A Link from a calibration's ``links`` (tops_advisor.calibration.Links)."""
+    kind = links.link_kind or ("nvlink" if links.device == "cuda" else "pcie")
+    step = NCCL_STEP_LATENCY_S.get(kind, NCCL_STEP_LATENCY_S["pcie"])
+    graph = mode == "graph" and links.all_reduce_graph_latency_us is not None
+    latency_us = links.all_reduce_graph_latency_us if graph else links.all_reduce_latency_us
+    name = (f"measured {kind if links.device == 'cuda' else links.device} links ({links.backend}, "
+            f"{links.world_size} ranks: all-reduce bus {links.all_reduce_busbw_gb_s:.3g} GB/s, "
+            f"{latency_us:.3g} us{' in a CUDA graph' if graph else ''})")
+    return Link(kind, name, links.all_reduce_busbw_gb_s * 1e9, step, measured_latency_s=latency_us * 1e-6,
+                measured_world_size=links.world_size, source="calibration")
+
+
 def allreduce_time_s(nbytes: float, n: int, link: Link) -> float:
     """Ring all-reduce of ``nbytes`` across ``n`` ranks."""
     if n <= 1:
         return 0.0
     steps = 2 * (n - 1)
-    return NCCL_BASE_LATENCY_S + steps * link.step_latency_s + steps / n * nbytes / link.bandwidth_bytes_per_s
+    if link.measured_latency_s is not None:
+        shift = (steps - 2 * ((link.measured_world_size or n) - 1)) * link.step_latency_s
+        latency = max(NCCL_BASE_LATENCY_S, link.measured_latency_s + shift)
+    else:
+        latency = NCCL_BASE_LATENCY_S + steps * link.step_latency_s
+    return latency + steps / n * nbytes / link.bandwidth_bytes_per_s
 
 
 def tp_comm_time_s(cfg: LLMConfig, tokens: int, n: int, link: Link, stream_bytes: float) -> float:

@@ -21,7 +21,7 @@ terminated (SIGTERM, then SIGKILL after a grace period) and joined before ``run_
 so no process is left behind. Ctrl-C does the same and re-raises.
 
 Test hook: ``fault="fail:R"`` or ``"hang:R"`` (or the TOPS_ADVISOR_PROBE_FAULT environment variable) makes
-rank R raise or sleep before it joins the group.
+rank R raise, or sleep, right after it joined the group (the other ranks then wait in their first collective).
 """
 
 from __future__ import annotations
@@ -107,10 +107,17 @@ def size_name(nbytes: int) -> str:
 
 
 def one_line(exc: BaseException) -> str:
-    """An exception as one line: NCCL's own error line when there is one, else the first line."""
+    """An exception as one line: NCCL's own 'NCCL error ...' line (and its 'Last error') when there is one."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    nccl = [ln for ln in lines if "nccl" in ln.lower() and ("error" in ln.lower() or "failed" in ln.lower())]
-    text = (nccl or lines or [""])[0]
+    low = [ln.lower() for ln in lines]
+    pick = next((i for i, ln in enumerate(low) if "nccl error" in ln), None)
+    if pick is None:
+        pick = next((i for i, ln in enumerate(low) if "nccl" in ln and
+                     any(w in ln for w in ("failed", "timeout", "timed out", "watchdog"))), 0)
+    text = lines[pick] if lines else ""
+    last = next((i for i, ln in enumerate(low) if ln.startswith("last error")), None)
+    if last is not None and last + 1 < len(lines) and last + 1 != pick:
+        text += f" (last error: {lines[last + 1]})"
     return f"{type(exc).__name__}: {text}"[:300].rstrip(": ")
 
 
@@ -178,20 +185,14 @@ def _worker(rank: int, world_size: int, device: str, mode: str, port: int, out_d
     _write(out / f"rank{rank}.env.json", {k: os.environ.get(k) for k in SAFE_ENV})
     try:
         step("start")
-        what = _fault_for(fault, rank)
-        if what == "hang":
-            step("hang (test hook)", advance=False)
-            time.sleep(3600)
-        if what == "fail":
-            raise RuntimeError("injected failure (test hook)")
-        _run_rank(rank, world_size, device, mode, timeout_s, out, step, verbose)
+        _run_rank(rank, world_size, device, mode, timeout_s, out, step, verbose, _fault_for(fault, rank))
         step("done")
     except BaseException as exc:
         _write(out / f"rank{rank}.error", {"t": time.time(), "message": one_line(exc)})
         raise
 
 
-def _run_rank(rank, n, device, mode, timeout_s, out: Path, step, verbose) -> None:
+def _run_rank(rank, n, device, mode, timeout_s, out: Path, step, verbose, fault: str | None = None) -> None:
     import torch
     import torch.distributed as dist
 
@@ -210,6 +211,11 @@ def _run_rank(rank, n, device, mode, timeout_s, out: Path, step, verbose) -> Non
     kwargs = {"device_id": dev} if device == "cuda" else {}
     dist.init_process_group("nccl" if device == "cuda" else "gloo", rank=rank, world_size=n,
                             timeout=_dt.timedelta(seconds=timeout_s + CHILD_TIMEOUT_MARGIN_S), **kwargs)
+    if fault == "hang":  # test hook: joined the group, then never takes part in a collective
+        step("hang (test hook)", advance=False)
+        time.sleep(3600)
+    if fault == "fail":
+        raise RuntimeError("injected failure (test hook)")
     el = torch.empty((), dtype=dtype).element_size()
     gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
@@ -233,6 +239,13 @@ def _run_rank(rank, n, device, mode, timeout_s, out: Path, step, verbose) -> Non
     def iters_for(nbytes: int) -> int:
         return max(plan.min_iters, min(plan.max_iters, plan.iter_bytes // max(nbytes, 1)))
 
+    step("check the sum")
+    check = torch.full((4,), float(rank + 1), dtype=torch.float32, device=dev)
+    dist.all_reduce(check)
+    want = n * (n + 1) / 2  # 1 + 2 + ... + n
+    if not bool((check == want).all()):
+        raise ProbeError(f"all-reduce gave {check.tolist()}, not {want:g} on every element: the links are not "
+                         "trustworthy")
     result: dict = {"all_reduce": [], "all_gather": [], "small_all_reduce": [], "notes": []}
     for nbytes in plan.small_bytes:
         numel = max(1, nbytes // el)
@@ -256,6 +269,16 @@ def _run_rank(rank, n, device, mode, timeout_s, out: Path, step, verbose) -> Non
         del inp, outp
         say(f"{size_name(nbytes)}: all-reduce {result['all_reduce'][-1][1] * 1e6:.1f} us, "
             f"all-gather {t * 1e6:.1f} us")
+    if device == "cuda":
+        result["small_all_reduce_graph"] = []
+        try:
+            for nbytes in plan.small_bytes:
+                numel = max(1, nbytes // el)
+                step(f"all_reduce {size_name(numel * el)} in a CUDA graph")
+                t = _graph_all_reduce_s(torch, dist, torch.ones(numel, dtype=dtype, device=dev), timed)
+                result["small_all_reduce_graph"].append((numel * el, t))
+        except Exception as exc:  # noqa: BLE001 - optional: an NCCL too old for graph capture
+            result["notes"].append(f"all-reduce in a CUDA graph failed: {one_line(exc)}")
     step("destroy_process_group")
     dist.destroy_process_group()
 
@@ -277,6 +300,26 @@ def _run_rank(rank, n, device, mode, timeout_s, out: Path, step, verbose) -> Non
         _write(out / "result.json", result)
 
 
+GRAPH_CALLS = 20
+
+
+def _graph_all_reduce_s(torch, dist, x, timed) -> float:
+    """Seconds per all-reduce of ``x`` with ``GRAPH_CALLS`` of them captured in a CUDA graph and replayed (the
+    cost a CUDA-graph decode step pays: no Python or launch cost per call)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            dist.all_reduce(x)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(GRAPH_CALLS):
+            dist.all_reduce(x)
+    return timed(g.replay, 20, 3) / GRAPH_CALLS
+
+
 def _p2p(n: int, plan: LinkPlan, say) -> list[dict]:
     """Rank 0 copies ``p2p_bytes`` from GPU i to GPU j for every ordered pair; bytes / time per direction."""
     import torch
@@ -289,7 +332,7 @@ def _p2p(n: int, plan: LinkPlan, say) -> list[dict]:
             src = torch.empty(plan.p2p_bytes, dtype=torch.uint8, device=f"cuda:{i}")
             dst = torch.empty(plan.p2p_bytes, dtype=torch.uint8, device=f"cuda:{j}")
 
-            def both():
+            def both(i=i, j=j):
                 torch.cuda.synchronize(i)
                 torch.cuda.synchronize(j)
 
@@ -437,6 +480,7 @@ def build_links(raw: dict, n: int, device: str, topology: Topology | None, notes
     ar = tuple(collective_sample("all_reduce", b, t, n) for b, t in raw["all_reduce"])
     ag = tuple(collective_sample("all_gather", b, t, n) for b, t in raw["all_gather"])
     small = tuple(collective_sample("all_reduce", b, t, n) for b, t in raw["small_all_reduce"])
+    graph = tuple(collective_sample("all_reduce", b, t, n) for b, t in raw.get("small_all_reduce_graph", []))
     env = dict(raw.get("environment", {}))
     for key, value in SAFE_ENV.items():
         seen = {r: e.get(key) for r, e in child_env.items()}
@@ -451,6 +495,8 @@ def build_links(raw: dict, n: int, device: str, topology: Topology | None, notes
         all_gather_busbw_gb_s=max((s.busbw_gb_s for s in ag), default=None) or None,
         small_all_reduce=small,
         all_reduce_latency_us=min(small, key=lambda s: s.bytes).time_us if small else min(s.time_us for s in ar),
+        small_all_reduce_graph=graph,
+        all_reduce_graph_latency_us=min(graph, key=lambda s: s.bytes).time_us if graph else None,
         p2p=tuple(PeerCopy(**c) for c in raw.get("p2p", [])), topology=topology, environment=env,
         notes=tuple(notes) + tuple(raw.get("notes", [])) + (topology.notes if topology else ()))
 
@@ -465,9 +511,11 @@ def links_report(links: Links) -> dict:
             "all_reduce_busbw_gb_s": links.all_reduce_busbw_gb_s,
             "all_gather_busbw_gb_s": links.all_gather_busbw_gb_s,
             "all_reduce_latency_us": links.all_reduce_latency_us,
+            "all_reduce_graph_latency_us": links.all_reduce_graph_latency_us,
             "topology": describe(links.topology) if links.topology else None,
             "collectives": [{"collective": c, "size": size_name(s.bytes), **s.model_dump()}
                             for c, samples in (("all_reduce", links.small_all_reduce + links.all_reduce),
+                                               ("all_reduce_graph", links.small_all_reduce_graph),
                                                ("all_gather", links.all_gather)) for s in samples],
             "p2p": [c.model_dump() for c in links.p2p], "notes": list(links.notes)}
 
@@ -482,12 +530,14 @@ def render_links(report: dict, console) -> None:
                       ("busbw GB/s", "right")):
         t.add_column(col, justify=just)
     for row in report["collectives"]:
-        t.add_row(row["collective"].replace("_", "-"), row["size"], f"{row['time_us']:.1f} us",
+        t.add_row(row["collective"].replace("_graph", " (graph)").replace("_", "-"), row["size"], f"{row['time_us']:.1f} us",
                   f"{row['algbw_gb_s']:.3g}", f"{row['busbw_gb_s']:.3g}")
     console.print(t)
     line = (f"best bus bandwidth: all-reduce {report['all_reduce_busbw_gb_s']:.3g} GB/s"
             + (f", all-gather {report['all_gather_busbw_gb_s']:.3g} GB/s" if report["all_gather_busbw_gb_s"] else "")
-            + f"; smallest all-reduce {report['all_reduce_latency_us']:.1f} us")
+            + f"; smallest all-reduce {report['all_reduce_latency_us']:.1f} us"
+            + (f" (in a CUDA graph {report['all_reduce_graph_latency_us']:.1f} us)"
+               if report.get("all_reduce_graph_latency_us") else ""))
     console.print(line)
     if report["p2p"]:
         p = Table(title="Peer-to-peer copies (one direction)", title_justify="left")

@@ -81,7 +81,7 @@ def cuda_available() -> bool:
 def check_device(device: str) -> None:
     """ProbeError (one line) when ``device`` cannot be measured here."""
     if device == "cuda" and not torch.cuda.is_available():
-        raise ProbeError("no CUDA GPU found: validate measures the model on a local GPU",
+        raise ProbeError("no CUDA GPU found: the model is measured on a local GPU",
                          hint="run it on a machine with an NVIDIA GPU, or pass --device cpu to test the "
                               "plumbing (not accuracy)")
     if device not in ("cuda", "cpu"):
@@ -229,8 +229,10 @@ def measure_batches(model_file, batches: list[int], dtype: str, *, repeats: int 
         try:
             m = measure_one(model_file, batch, dtype, repeats=repeats, warmup=warmup, profile=profile,
                             device=device, modes=modes, model_name=name)
-        except ModelFileError:
-            raise
+        except ModelFileError as exc:  # build_model() or example_inputs() raised
+            if not keep_going:
+                raise
+            m = Measurement(name, batch, dtype, device, error=str(exc))
         except Exception as exc:  # the model's own failure on this device: one line, or record and go on
             if is_oom(exc):
                 m = Measurement(name, batch, dtype, device, error="out of memory")
