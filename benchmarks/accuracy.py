@@ -33,7 +33,7 @@ from tops_advisor.validate.compare import compare_latency
 from tops_advisor.validate.measure import Measurement
 
 SETS = (("tuned", "tuned-on models"), ("held-out", "held-out models (seen while tuning)"),
-        ("new", "new held-out family (never seen)"))
+        ("new", "never seen (blind)"))
 
 
 def gpu_to_catalog(name: str):
@@ -139,11 +139,12 @@ def render(rows, hw, source, files: list[tuple[Path, dict]], command: str, args,
         "was being tuned, so they are not a clean test of unseen models.",
     ]
     if new_models:
-        lines.append(f"- **New held-out family** ({', '.join(new_models)}): written after the predictor was "
+        lines.append(f"- **Never seen** ({', '.join(new_models)}): written after the predictor was "
                      f"tuned, committed with the predictor frozen (commit `{args.frozen_at}`) and measured after "
-                     "that; nothing in `tops_advisor/roofline/` was changed for it. It is the first truly unseen "
-                     "family: its "
+                     "that; nothing in `tops_advisor/roofline/` was changed for them. Their "
                      "numbers below are the most honest estimate of the error on a model we did not tune on.")
+    if args.history:
+        lines += ["", args.history.read_text().strip()]
     lines += ["", "## Summary", ""] + _summary_table(ok, "set", SETS)
     lines += ["", "## Error bands by model family", "",
               "What `tops-advisor analyze` quotes as the expected error (shipped in "
@@ -156,15 +157,14 @@ def render(rows, hw, source, files: list[tuple[Path, dict]], command: str, args,
                      f" | {b['median_abs_error']:.0%} | {b['worst_abs_error']:.0%} | {b['n']} |")
     if new_models:
         new_rows = [r for r in rows if r["set"] == "new"]
-        lines += ["", f"## New held-out family: {', '.join(new_models)}", "",
-                  "ConvNeXt-T (`examples/convnext_tiny.py`, 28,589,128 parameters: depthwise 7x7 convolutions, "
-                  "LayerNorm, GELU, inverted bottlenecks, layer scale). Measured on the card with "
-                  "`tops-advisor validate` after the predictor was frozen; predictions recomputed here by the "
+        lines += ["", f"## Never seen: {', '.join(new_models)}", "",
+                  "Measured on the card after the predictor was frozen; predictions recomputed here by the "
                   "current predictor.", ""]
         lines += _summary_table([r for r in new_rows if "error_text" not in r], "set", SETS[2:])
         lines += [""] + _measurement_table(new_rows)
-        if args.notes:
-            lines += ["", args.notes.read_text().strip()]
+    if args.notes:
+        lines += ["", args.notes.read_text().strip()]
+    if per_op:
         for path, res in per_op:
             for entry in res.get("per_op", []):
                 lines += ["", f"Per operator kind at batch {entry['batch']} ({res['dtype']}; `{path}`, recorded "
@@ -218,7 +218,9 @@ def main() -> int:
                     help="models excluded from fitting but seen while tuning")
     ap.add_argument("--held-out-new", default="", help="models never seen while tuning (reported separately)")
     ap.add_argument("--frozen-at", default="?", help="the commit the predictor was frozen at for --held-out-new")
-    ap.add_argument("--notes", type=Path, default=None, help="markdown to add to the --held-out-new section")
+    ap.add_argument("--notes", type=Path, default=None, help="markdown to add after the summaries")
+    ap.add_argument("--history", type=Path, default=None,
+                    help="markdown: earlier never-seen sets and what became of them")
     ap.add_argument("--per-op", type=Path, nargs="*", default=[], help="validate --per-op --json files to show")
     ap.add_argument("--llm", type=Path, default=None, help="llm_measure.py results to show")
     ap.add_argument("--summary", type=Path, default=None, help="write the error bands (JSON) here")

@@ -81,6 +81,11 @@ KIND_BANDWIDTH_FACTOR = {
 # the CUDA cores, memory-bound at DEPTHWISE_BANDWIDTH_FACTOR of the attainable bandwidth.
 DEPTHWISE_MAX_CHANNELS_PER_GROUP = 4
 DEPTHWISE_BANDWIDTH_FACTOR = 0.3
+# ... and they are slow per operation too: H200, fp16 3x3 depthwise at batch 32 ran 5.6 TFLOPS (0.12 of the
+# vector rate; fp32 1.9 TFLOPS, 0.04); ConvNeXt-T's 7x7 depthwise convs (batch 8, profiled) add up to ~290 us
+# for 1.68 G operations, the same 5.6 TFLOPS. Whichever of this and the bandwidth limit is slower binds.
+DEPTHWISE_VECTOR_FACTOR = 0.12
+DEPTHWISE_VECTOR_FACTOR_FP32 = 0.04
 # TF32 convolutions reach a larger share of their (lower) peak than fp16 NCHW ones, which pay for layout
 # conversions: H200 primitives, 3x3 convs at batch 32: TF32 23-46% of the TF32 peak, fp16 19-32% of fp16's.
 CONV_TF32_FACTOR = Default(0.55, "H200 primitives: TF32 3x3 convolutions 92-180 TFLOPS of 395 attainable")

@@ -176,6 +176,10 @@ def _rate_per_op(a: dict, perf: DevicePerf, tf32_matmul: bool) -> tuple[np.ndarr
     tensor_mask = np.isin(kinds, [OP_KINDS.index(k) for k in TENSOR_KINDS]) & (a["flops"] > 0)
     depthwise = _depthwise(a)
     tensor_mask &= ~depthwise
+    if depthwise.any():
+        # direct depthwise kernels are slow per operation: a 7x7 window costs 5.4x a 3x3 one
+        dw_factor = np.where(a["dtype"] == "fp32", D.DEPTHWISE_VECTOR_FACTOR_FP32, D.DEPTHWISE_VECTOR_FACTOR)
+        rate = np.where(depthwise, perf.vector_ops_per_s * dw_factor, rate)
     if tensor_mask.any():
         split = np.array([D.MAX_SPLIT_K.get(k, 1.0) for k in OP_KINDS])[kinds]
         # alignment matters for tensor-core matmuls only (cuDNN pads convolutions, flash attention any length)
