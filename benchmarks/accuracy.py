@@ -140,8 +140,8 @@ def render(rows, hw, source, files: list[tuple[Path, dict]], command: str, args,
     ]
     if new_models:
         lines.append(f"- **Never seen** ({', '.join(new_models)}): written after the predictor was "
-                     f"tuned, committed with the predictor frozen (commit `{args.frozen_at}`) and measured after "
-                     "that; nothing in `tops_advisor/roofline/` was changed for them. Their "
+                     f"tuned and measured with the predictor frozen (its files as in commit `{args.frozen_at}`); "
+                     "nothing in `tops_advisor/roofline/` was changed for them afterwards. Their "
                      "numbers below are the most honest estimate of the error on a model we did not tune on.")
     if args.history:
         lines += ["", args.history.read_text().strip()]
