@@ -128,7 +128,13 @@ def test_sdpa_with_mask_reads_the_mask():
     q = torch.randn(1, 2, 4, 8)
     mask = torch.ones(4, 4, dtype=torch.bool)
     op = only(count_module(Fn(lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m)), (q, mask)))
-    assert op.bytes_read == 3 * (2 * 4 * 8 * 4) + 16                     # Q, K, V (768 each) + bool mask
+    # With a mask PyTorch runs the math path (measured on the H200): the 2 x 4 x 4 score matrix (32 fp32
+    # elements = 128 B) goes through memory 8 times, half reads, half writes, in 8 kernels.
+    scores = 2 * 4 * 4 * 4
+    assert op.bytes_read == 3 * (2 * 4 * 8 * 4) + 16 + 4 * scores         # Q, K, V (768 each), mask, scores
+    assert op.bytes_written == 2 * 4 * 8 * 4 + 4 * scores                 # output 256 + scores
+    assert op.kernels == 8 and op.kind == "matmul"
+    assert op.flops == 2 * (2 * 2 * 4 * 4 * 8) + 5 * 2 * 4 * 4            # QK^T, PV (256 each) + 160
 
 
 def test_norms():

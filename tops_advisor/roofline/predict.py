@@ -145,6 +145,7 @@ def _arrays(w: Workload) -> dict:
         "flops": np.array([o.flops for o in ops], dtype=np.float64),
         "bytes": np.array([o.bytes_read + o.bytes_written for o in ops], dtype=np.float64),
         "kernels": np.array([o.kernels for o in ops], dtype=np.float64),
+        "strided": np.array([o.strided for o in ops], dtype=bool),
         "kind": np.array([kind_index.get(o.kind, kind_index["other"]) for o in ops], dtype=np.int64),
         "dtype": np.array([o.dtype for o in ops]),
         "m": np.array([o.gemm.m if o.gemm else 0 for o in ops], dtype=np.float64),
@@ -255,6 +256,7 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     rate, precision = _rate_per_op(a, perf, tf32_matmul)
     bw_factor = np.array([D.KIND_BANDWIDTH_FACTOR.get(k, 0.8) for k in OP_KINDS])[a["kind"]]
     bw_factor = np.where(_depthwise(a), D.DEPTHWISE_BANDWIDTH_FACTOR, bw_factor)
+    bw_factor = np.where(a["strided"], bw_factor * D.STRIDED_BANDWIDTH_FACTOR, bw_factor)
     compute = np.divide(a["flops"], rate, out=np.zeros_like(rate), where=a["flops"] > 0)
     memory = a["bytes"] / (perf.bandwidth_bytes_per_s * bw_factor)
     if perf.gemm_samples:
