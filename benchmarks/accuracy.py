@@ -162,8 +162,8 @@ def render(rows, hw, source, files: list[tuple[Path, dict]], command: str, args,
                   "current predictor.", ""]
         lines += _summary_table([r for r in new_rows if "error_text" not in r], "set", SETS[2:])
         lines += [""] + _measurement_table(new_rows)
-    if args.notes:
-        lines += ["", args.notes.read_text().strip()]
+    for note in args.notes:
+        lines += ["", note.read_text().strip()]
     if per_op:
         for path, res in per_op:
             for entry in res.get("per_op", []):
@@ -218,7 +218,7 @@ def main() -> int:
                     help="models excluded from fitting but seen while tuning")
     ap.add_argument("--held-out-new", default="", help="models never seen while tuning (reported separately)")
     ap.add_argument("--frozen-at", default="?", help="the commit the predictor was frozen at for --held-out-new")
-    ap.add_argument("--notes", type=Path, default=None, help="markdown to add after the summaries")
+    ap.add_argument("--notes", type=Path, nargs="*", default=[], help="markdown files to add after the summaries")
     ap.add_argument("--history", type=Path, default=None,
                     help="markdown: earlier never-seen sets and what became of them")
     ap.add_argument("--per-op", type=Path, nargs="*", default=[], help="validate --per-op --json files to show")

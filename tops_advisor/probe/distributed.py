@@ -494,9 +494,9 @@ def build_links(raw: dict, n: int, device: str, topology: Topology | None, notes
         all_reduce_busbw_gb_s=max(s.busbw_gb_s for s in ar),
         all_gather_busbw_gb_s=max((s.busbw_gb_s for s in ag), default=None) or None,
         small_all_reduce=small,
-        all_reduce_latency_us=min(small, key=lambda s: s.bytes).time_us if small else min(s.time_us for s in ar),
+        all_reduce_latency_us=min(s.time_us for s in (small or ar)),  # the floor: tiny messages are noisy
         small_all_reduce_graph=graph,
-        all_reduce_graph_latency_us=min(graph, key=lambda s: s.bytes).time_us if graph else None,
+        all_reduce_graph_latency_us=min(s.time_us for s in graph) if graph else None,
         p2p=tuple(PeerCopy(**c) for c in raw.get("p2p", [])), topology=topology, environment=env,
         notes=tuple(notes) + tuple(raw.get("notes", [])) + (topology.notes if topology else ()))
 
