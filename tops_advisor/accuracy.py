@@ -19,10 +19,11 @@ SUMMARY_PATH = Path(__file__).parent / "data" / "accuracy_h200.json"
 
 def model_family(op_kinds) -> str:
     """'transformer' when the workload has attention operators, else 'cnn'. ``op_kinds``: the ``kind`` of
-    every operator (or a Workload / Prediction, whose operators are used)."""
+    every operator (or a Workload / Prediction, whose operators are used). Masked attention counted as the
+    math path has kind 'matmul' but keeps its operator name, so names count too."""
     ops = getattr(op_kinds, "ops", None)
-    kinds = {op.kind for op in ops} if ops is not None else set(op_kinds)
-    return "transformer" if "attention" in kinds else "cnn"
+    kinds = {op.kind for op in ops} | {getattr(op, "name", "") for op in ops} if ops is not None else set(op_kinds)
+    return "transformer" if kinds & {"attention", "aten.scaled_dot_product_attention"} else "cnn"
 
 
 @lru_cache(maxsize=4)
