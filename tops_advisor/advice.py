@@ -38,9 +38,15 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
                    f"operators (torch.compile) or raise the batch; the cost is paid per batch, not per sample")
     memory = pred.time_by_bound_s.get("memory", 0.0)
     if memory > 0.4 * lat and pred.utilisation < LOW_UTILISATION:
-        out.append(f"memory-bound: {memory / lat:.0%} of the time moves bytes and utilisation is "
-                   f"{pred.utilisation:.0%} of peak (under the article's 60% line); raise the batch to reuse "
-                   f"weights, or lower the precision to move fewer bytes")
+        weights = _weight_share(pred)
+        head = (f"memory-bound: {memory / lat:.0%} of the time moves bytes and utilisation is "
+                f"{pred.utilisation:.0%} of peak (under the article's 60% line); ")
+        if weights >= 0.2:
+            out.append(head + f"weights are {weights:.0%} of the traffic: raise the batch to reuse them, or "
+                              "lower the precision to move fewer bytes")
+        else:
+            out.append(head + f"activations are {1 - weights:.0%} of the traffic, so a bigger batch will not "
+                              "help: fuse elementwise and norm operators (torch.compile), or lower the precision")
     compute = pred.time_by_bound_s.get("compute", 0.0)
     faster = _faster_precisions(pred.precision, hw)
     if compute > 0.4 * lat and faster:
@@ -53,6 +59,14 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
     if not out:
         out.append(f"balanced: {pred.bound}-bound at {pred.utilisation:.0%} of peak; little to gain from settings")
     return out[:6]
+
+
+def _weight_share(pred: Prediction) -> float:
+    """Share of the bytes moved that are parameter reads."""
+    w = getattr(pred, "_workload_ref", None)
+    if w is None or not pred.bytes:
+        return 0.0
+    return sum(op.param_bytes for op in w.ops) / pred.bytes
 
 
 _ORDER = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
