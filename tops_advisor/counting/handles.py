@@ -222,35 +222,7 @@ def _attention(c: OpCall, q: TensorInfo, k: TensorInfo, v: TensorInfo, causal: b
 @register("aten.scaled_dot_product_attention")
 def sdpa(c: OpCall) -> Cost:
     # (query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False)
-    q, k, v = c.args[0], c.args[1], c.args[2]
-    mask = c.arg(3, "attn_mask")
-    if isinstance(mask, TensorInfo):
-        return _masked_attention_math_path(q, k, v, mask, c.out)
-    return _attention(c, q, k, v, bool(c.arg(5, "is_causal", False)))
-
-
-# Passes over the (batch*heads, Lq, Lk) score matrix in PyTorch's math path: written by the first bmm,
-# read+written by the mask add, and softmax's safe variant (isneginf, all, where, _softmax) reads it ~4 times
-# and writes it twice; the second bmm reads it.
-_MATH_PATH_SCORE_PASSES = 8
-_MATH_PATH_KERNELS = 8
-
-
-def _masked_attention_math_path(q: TensorInfo, k: TensorInfo, v: TensorInfo, mask: TensorInfo,
-                                out: TensorInfo) -> Cost:
-    """SDPA with an explicit attn_mask, as it ran on an H200 (torch 2.11, Swin-T's float window mask): no
-    fused kernel, PyTorch's math path (bmm, scale, mask add, safe softmax, bmm) with the score matrix in
-    memory. Counted as one matmul-kind record with all its kernels and traffic. (A fused memory-efficient
-    kernel can take some masks; which one PyTorch picks depends on version, dtype and alignment.)"""
-    *lead, lq, e = q.shape
-    lk, ev = k.shape[-2], v.shape[-1]
-    bh = math.prod(lead)
-    flops = 2.0 * bh * lq * lk * e + 2.0 * bh * lq * lk * ev + 5.0 * bh * lq * lk  # + mask add and softmax
-    scores = bh * lq * lk * q.itemsize
-    read = q.nbytes + k.nbytes + v.nbytes + mask.nbytes + scores * (_MATH_PATH_SCORE_PASSES // 2)
-    written = out.nbytes + scores * (_MATH_PATH_SCORE_PASSES // 2)
-    return Cost("matmul", flops, bytes_read=read, bytes_written=written, kernels=_MATH_PATH_KERNELS,
-                gemm=GemmShape(lq, lk, e, bh))
+    return _attention(c, c.args[0], c.args[1], c.args[2], bool(c.arg(5, "is_causal", False)))
 
 
 @register("aten._scaled_dot_product_flash_attention")
@@ -385,7 +357,15 @@ def batch_norm(c: OpCall) -> Cost:
 
 
 # Softmax: max, subtract, exp, sum, divide: 5 operations per element, one kernel.
-register("aten._softmax", "aten._log_softmax", "aten._safe_softmax", "aten.softmax",
+# _safe_softmax (the masked math path's softmax) is softmax plus isneginf, all and where on CUDA: 4 kernels;
+# the scores are read 3 times and written twice (the boolean intermediates are small).
+@register("aten._safe_softmax")
+def safe_softmax(c: OpCall) -> Cost:
+    n = c.out.numel
+    return Cost("softmax", 7.0 * n, bytes_read=3 * c.args[0].nbytes, bytes_written=2 * c.out.nbytes, kernels=4)
+
+
+register("aten._softmax", "aten._log_softmax", "aten.softmax",
          "aten.log_softmax")(elementwise(5.0, kind="softmax"))
 
 register("aten.sum", "aten.mean", "aten.amax", "aten.amin", "aten.max", "aten.min", "aten.argmax",
