@@ -150,7 +150,9 @@ def render(rows, hw, source, files: list[tuple[Path, dict]], command: str, args,
               "What `tops-advisor analyze` quotes as the expected error (shipped in "
               f"`{args.summary or 'tops_advisor/data/accuracy_h200.json'}`): all model-file measurements above, "
               "tuned-on and held-out together; a model with attention operators counts as a transformer, any "
-              "other as a CNN. The LLM decoder below is not included.", "",
+              "other as a CNN. The LLM decoder below is not included. These bands come from models that were "
+              "seen while tuning; `analyze` adds the blind rounds' results (models never seen) to what it quotes.",
+              "",
               "| family | mode | prediction | median | worst | n |", "|---|---|---|---:|---:|---:|"]
     for b in bands.get("bands", []):
         lines.append(f"| {b['family']} | {b['mode']} | {'calibrated' if b['calibrated'] else 'datasheet defaults'}"
@@ -224,6 +226,9 @@ def main() -> int:
     ap.add_argument("--per-op", type=Path, nargs="*", default=[], help="validate --per-op --json files to show")
     ap.add_argument("--llm", type=Path, default=None, help="llm_measure.py results to show")
     ap.add_argument("--summary", type=Path, default=None, help="write the error bands (JSON) here")
+    ap.add_argument("--blind-rounds", default="",
+                    help="results of earlier blind rounds at their freeze, 'median:worst' percent, comma-separated "
+                         "(graph mode, calibrated); shipped with the bands")
     ap.add_argument("--csv", type=Path, default=None, help="also write the rows as JSON here")
     args = ap.parse_args()
     held_out = {s for s in args.held_out.split(",") if s}
@@ -239,6 +244,10 @@ def main() -> int:
                            f"{args.out} (benchmarks/accuracy.py)")
     bands["hardware"] = hw.id
     bands["measurements"] = [str(p) for p, _ in files]
+    if args.blind_rounds:
+        bands["blind_rounds"] = [
+            {"median_abs_error": float(m) / 100, "worst_abs_error": float(w) / 100}
+            for m, w in (pair.split(":") for pair in args.blind_rounds.split(","))]
     per_op = [(p, json.loads(p.read_text())) for p in args.per_op]
     llm = json.loads(args.llm.read_text()) if args.llm else None
     command = "python " + " ".join(sys.argv)

@@ -124,11 +124,20 @@ def test_sdpa_grouped_query_attention_reads_the_small_kv():
     assert op.bytes_read == (8 + 2 + 2) * 16 * 8 * 4                     # 6144
 
 
-def test_sdpa_with_mask_is_counted_kernel_by_kernel():
-    # With a mask PyTorch runs the math path (profiled on the H200): bmm, mask add, safe softmax, bmm, each a
-    # kernel of its own, plus a zero-cost marker that keeps the attention call visible.
+def test_sdpa_with_a_contiguous_mask_is_one_fused_kernel_that_reads_the_mask():
     q = torch.randn(1, 2, 4, 8)
-    mask = torch.randn(1, 2, 4, 4)
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    op = only(count_module(Fn(lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m)), (q, mask)))
+    assert op.kind == "attention" and op.kernels == 1
+    assert op.bytes_read == 3 * (2 * 4 * 8 * 4) + 16                     # Q, K, V (256 B each x 3) + bool mask
+
+
+def test_sdpa_no_fused_kernel_takes_is_counted_kernel_by_kernel():
+    # A permuted mask (last-dim stride 2) rules out every fused kernel, so PyTorch runs the math path
+    # (profiled on the H200): bmm, mask add, safe softmax, bmm, each a kernel of its own, plus a zero-cost
+    # marker that keeps the attention call visible.
+    q = torch.randn(1, 2, 4, 8)
+    mask = torch.randn(1, 4, 4, 2).permute(0, 3, 1, 2)                   # (1, 2, 4, 4), stride(-1) == 2
     w = count_module(Fn(lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m)), (q, mask))
     names = [op.name for op in w.ops]
     marker = [op for op in w.ops if op.name == "aten.scaled_dot_product_attention"]
@@ -141,10 +150,9 @@ def test_sdpa_with_mask_is_counted_kernel_by_kernel():
     assert softmax.kernels == 4 and softmax.bytes_read == 3 * 128 and softmax.bytes_written == 2 * 128
 
 
-def test_fp16_attention_math_path_upcasts_to_fp32():
-    q = torch.randn(1, 2, 4, 8, dtype=torch.float16)
-    mask = torch.randn(1, 2, 4, 4, dtype=torch.float16)
-    w = count_module(Fn(lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m)), (q, mask), "fp16")
+def test_sdpa_on_5d_inputs_runs_the_math_path_and_upcasts_fp16():
+    q = torch.randn(1, 3, 2, 4, 8, dtype=torch.float16)                   # (batch, windows, heads, tokens, dim)
+    w = count_module(Fn(lambda q: F.scaled_dot_product_attention(q, q, q)), q, "fp16")
     assert {op.dtype for op in w.ops if op.name == "aten.bmm"} == {"fp32"}
 
 

@@ -47,6 +47,10 @@ def expected_error(family: str, mode: str, calibrated: bool, summary: dict | Non
             out = dict(band)
             out["card"] = summary.get("card_class", summary.get("card", "?"))
             out["text"] = describe(out)
+            blind = summary.get("blind_rounds")
+            if blind:
+                out["blind_rounds"] = blind
+                out["text"] += "; " + describe_blind(blind)
             return out
     return None
 
@@ -57,6 +61,14 @@ def describe(band: dict) -> str:
     cal = "calibrated" if band["calibrated"] else "datasheet defaults"
     return (f"expected error on {band['card']}-class measurements: median {band['median_abs_error']:.0%}, "
             f"worst {band['worst_abs_error']:.0%} ({family}, {band['mode']} mode, {cal}; n={band['n']})")
+
+
+def describe_blind(rounds: list[dict]) -> str:
+    """'on models never seen before: median 15-23%, worst up to 203% (4 blind rounds, graph, calibrated)'."""
+    meds = [r["median_abs_error"] for r in rounds]
+    worst = max(r["worst_abs_error"] for r in rounds)
+    return (f"on models never seen before: median {min(meds):.0%}-{max(meds):.0%}, worst up to {worst:.0%} "
+            f"({len(rounds)} blind rounds, graph mode, calibrated)")
 
 
 def summarise_rows(rows: list[dict], card_class: str, source: str) -> dict:

@@ -258,10 +258,11 @@ class _FusedCounter(TorchFunctionMode):
         name = _FUSED.get(func) if not self.state.suppress else None
         if name is None:
             return func(*args, **kwargs)
-        if name == "aten.scaled_dot_product_attention" and _has_mask(args, kwargs):
-            # With an explicit mask PyTorch runs the math path on CUDA (profiled on the H200: Swin-T, T5):
-            # upcast to fp32, bmm, mask add, safe softmax, bmm. It decomposes the same way on meta tensors, so
-            # let it and count each kernel; a zero-cost marker keeps the attention call visible.
+        if name == "aten.scaled_dot_product_attention" and not _fused_sdpa_possible(args, kwargs):
+            # No fused kernel takes these inputs, so PyTorch runs the math path on CUDA (profiled on the H200:
+            # Swin-T's 5-D windows, T5's permuted position bias): upcast to fp32, bmm, mask add, safe softmax,
+            # bmm. It decomposes the same way on meta tensors, so let it and count each kernel; a zero-cost
+            # marker keeps the attention call visible.
             out = func(*args, **kwargs)
             self.state.record_marker(name)
             return out
@@ -274,10 +275,23 @@ class _FusedCounter(TorchFunctionMode):
         return out
 
 
-def _has_mask(args: tuple, kwargs: dict) -> bool:
-    """F.scaled_dot_product_attention(query, key, value, attn_mask=None, ...): a mask was given."""
+def _fused_sdpa_possible(args: tuple, kwargs: dict) -> bool:
+    """Whether a fused SDPA kernel (flash, memory-efficient, cuDNN) can take these inputs on CUDA.
+
+    PyTorch's kernel selection (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp) rejects every fused
+    kernel when query/key/value are not 4-D or when the last dimension of query, key, value or attn_mask does
+    not have stride 1, and falls back to the math path. A contiguous mask (boolean or float) is taken by the
+    memory-efficient kernel. Measured on the H200: DistilBERT's (batch, 1, 1, seq) boolean mask ran fused;
+    Swin-T (5-D windows) and T5 (a permuted position bias) ran the math path.
+    """
+    q, k, v = (args[i] if len(args) > i else kwargs.get(n) for i, n in enumerate(("query", "key", "value")))
     mask = args[3] if len(args) > 3 else kwargs.get("attn_mask")
-    return isinstance(mask, torch.Tensor)
+    tensors = [t for t in (q, k, v) if isinstance(t, torch.Tensor)]
+    if any(t.dim() != 4 for t in tensors):
+        return False
+    if isinstance(mask, torch.Tensor):
+        tensors.append(mask)
+    return all(t.size(-1) == 1 or t.stride(-1) == 1 for t in tensors)
 
 
 def _as_args(inputs) -> tuple:
