@@ -79,6 +79,8 @@ def test_recommend_json_and_rejections():
                                      "calibrated"} <= set(d["recommendations"][0])
     assert all(x["latency_ms"] <= 1.0 for x in d["recommendations"])
     assert {"hardware", "reason"} <= set(d["rejected"][0])
+    band = d["recommendations"][0]["expected_error"]
+    assert band["family"] == "cnn" and band["mode"] == "graph" and "never seen" in band["text"]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -66,8 +66,15 @@ def recommend(model, llm_config, tokens_per_s, ttft, prompt, generate, max_devic
     if costs.unsupported_ops:
         res.notes.append("unsupported operators counted as zero: "
                          + ", ".join(f"{k} x{v}" for k, v in costs.unsupported_ops.items()))
+    from ..accuracy import expected_error, model_family
+
+    family = model_family(costs.at(1, dtypes[0] if dtypes[0] in ("fp32", "fp16", "bf16") else "fp16"))
+    bands = {cal: expected_error(family, mode, cal) for cal in (False, True)}
     if as_json:
-        echo_json(res.model_dump())
+        d = res.model_dump()
+        for rec in d["recommendations"]:
+            rec["expected_error"] = bands[rec["calibrated"]]
+        echo_json(d)
         return
     from ..render.recommend import advice_lines, recommendations_table, rejected_table
 
@@ -75,6 +82,9 @@ def recommend(model, llm_config, tokens_per_s, ttft, prompt, generate, max_devic
     out.print(recommendations_table(res))
     for line in advice_lines(res):
         out.print(f"  - {line}")
+    for cal, band in bands.items():
+        if band and any(r.calibrated == cal for r in res.recommendations):
+            out.print(f"  [dim]{'calibrated' if cal else 'uncalibrated'} rows: {band['text']}[/dim]")
     if res.rejected:
         out.print(rejected_table(res))
 
