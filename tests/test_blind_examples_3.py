@@ -6,17 +6,14 @@ that docs/accuracy.md can use them as a set it was not tuned on."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import math
 from pathlib import Path
 
 import pytest
 import torch
-from click.testing import CliRunner
 from torch.utils.flop_counter import FlopCounterMode
 
-from tops_advisor.cli import cli
+from tests.blind_support import count_strict, load_example, ops_by_kind
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = ("densenet121", "mlp_mixer_b16", "t5_small_encoder")
@@ -67,27 +64,16 @@ PARAMS = {
 
 
 def _module(name: str):
-    spec = importlib.util.spec_from_file_location(f"blind3_{name}", EXAMPLES / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_example(name, "blind3")
 
 
 @pytest.fixture(scope="module")
 def counted():
-    out = {}
-    for name in NAMES:
-        result = CliRunner().invoke(cli, ["count", str(EXAMPLES / f"{name}.py"), "--strict", "--batch",
-                                          str(BATCH), "--json"])
-        assert result.exit_code == 0, result.output
-        out[name] = json.loads(result.stdout)
-    return out
+    return count_strict(NAMES, BATCH)
 
 
 def _ops_by_kind(workload: dict) -> dict[str, float]:
-    """Operations per image of each matrix kind."""
-    return {kind: sum(op["flops"] for op in workload["ops"] if op["kind"] == kind) / BATCH
-            for kind in MATRIX_KINDS}
+    return ops_by_kind(workload, BATCH, MATRIX_KINDS)
 
 
 def test_parameter_derivations():

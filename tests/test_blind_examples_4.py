@@ -6,16 +6,13 @@ that docs/accuracy.md can use them as a set it was not tuned on."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 import torch
-from click.testing import CliRunner
 from torch.utils.flop_counter import FlopCounterMode
 
-from tops_advisor.cli import cli
+from tests.blind_support import count_strict, load_example
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = ("resnext50", "distilbert_masked", "wav2vec2_base")
@@ -68,21 +65,12 @@ PARAMS = {
 
 
 def _module(name: str):
-    spec = importlib.util.spec_from_file_location(f"blind4_{name}", EXAMPLES / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_example(name, "blind4")
 
 
 @pytest.fixture(scope="module")
 def counted():
-    out = {}
-    for name in NAMES:
-        result = CliRunner().invoke(cli, ["count", str(EXAMPLES / f"{name}.py"), "--strict", "--batch",
-                                          str(BATCH), "--json"])
-        assert result.exit_code == 0, result.output
-        out[name] = json.loads(result.stdout)
-    return out
+    return count_strict(NAMES, BATCH)
 
 
 def _ops_by_kind(workload: dict) -> dict[str, float]:
