@@ -178,7 +178,7 @@ def main() -> int:
                 try:
                     inputs = cast_inputs(model_file.inputs(batch, meta=False), dtype, "cuda")
                     with torch.inference_mode():
-                        t = time_fn(lambda: model(*inputs), args.repeats, 3)
+                        t = time_fn(lambda m=model, x=inputs: m(*x), args.repeats, 3)
                         run["eager_s"] = statistics.median(t)
                         s = torch.cuda.Stream()
                         s.wait_stream(torch.cuda.current_stream())

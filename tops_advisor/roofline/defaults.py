@@ -45,12 +45,24 @@ VECTOR_FRACTION = Default(0.70, "assumed")
 # scales the floor, gap and eager operator cost by its own measurement over these.
 TINY_KERNEL_REFERENCE_S = Default(0.87e-6, "H200 probe: trivial kernel replayed in a CUDA graph")
 EAGER_LAUNCH_REFERENCE_S = Default(10.8e-6, "H200 probe: trivial operator launched eagerly from Python")
-KERNEL_GAP_S = Default(1.0e-6, "see KERNEL_FLOOR_S")
-KERNEL_FLOOR_S = Default(3.0e-6, "H200, graph mode: a trivial kernel alone takes 1.6-1.9 us "
-                                 "(benchmarks/results/h200_primitives.json), but the small kernels of real models "
-                                 "(convolutions, norms, GEMMs at batch 1) take 3-5 us; floor and gap were chosen by "
-                                 "a 12-point sweep (floor 2.5-4 us x gap 0.5-1.5 us) on ResNet-50, BERT-Large, "
-                                 "GPT-2 and the small CNN only (docs/roofline.md)")
+# Idle time between back-to-back kernels in a CUDA graph replay. H200: (graph latency - summed kernel time) /
+# kernels = 0.6-0.9 us for forwards made of small kernels (benchmarks/results/h200_records.json.gz, 19 models at
+# batch 1 and 8; it shrinks toward 0 when kernels are long enough to hide the next launch).
+KERNEL_GAP_S = Default(0.75e-6, "H200 per-operator profiles: (graph latency - kernel time) / kernels")
+# The shortest time one operator of each kind takes on the device, however little work it has: launch, ramp-up
+# of one wave, the tail, and for library kernels their set-up (cuBLAS/cuDNN prologue and epilogue, cuDNN's
+# layout conversions of NCHW tensors). Medians over every operator of that kind that moves < 1 MB and does
+# < 0.2 GFLOP, in 19 models x batches 1-128 x fp16/fp32 on the H200 (benchmarks/results/h200_records.json.gz,
+# docs/op-accuracy.md): elementwise 1.2 us (n=1677), copies 1.6-3.0, embedding 1.9-2.0, reduction 2.6-2.8,
+# pooling 2.0-2.6, norms 3.6 (one kernel), GEMMs 3.5-3.7, convolutions 5.5-5.9 (2-3 kernels: cuDNN converts
+# NCHW to NHWC and back), depthwise convolutions 2.6-3.4, fused attention 5.2 (n=20).
+# Each kernel an operator launches beyond its first costs KERNEL_FLOOR_S more.
+KIND_FLOOR_S = {
+    "elementwise": 1.2e-6, "copy": 2.0e-6, "embedding": 1.9e-6, "reduction": 2.7e-6, "pool": 2.3e-6,
+    "norm": 3.6e-6, "softmax": 2.7e-6, "matmul": 3.6e-6, "conv": 5.5e-6, "attention": 5.2e-6, "other": 2.0e-6,
+}
+DEPTHWISE_FLOOR_S = 3.0e-6
+KERNEL_FLOOR_S = Default(1.2e-6, "H200: the median elementwise kernel moving < 1 MB (see KIND_FLOOR_S)")
 
 # Host cost of one eager PyTorch operator (Python, dispatcher, kernel launch), and of each extra kernel it
 # launches. Replaced by the probe's kernel_eager_us.
@@ -69,30 +81,39 @@ KIND_COMPUTE_FACTOR = {
                                "H200 primitives: SDPA fp16 171-475 TFLOPS, rising with sequence and head dim"),
 }
 
-# Bandwidth efficiency of memory-bound kinds relative to the attainable copy bandwidth.
-# From benchmarks/results/h200_primitives.json (large sizes, fp16 and fp32 averaged, relative to 85% of the
-# datasheet bandwidth): relu/add/gelu 0.7-1.0, layer/batch norm 0.36-0.7, softmax 0.5, max pooling 0.15-0.3,
-# depthwise convolution (CUDA cores) ~0.3.
+# Bandwidth efficiency of memory-bound kinds relative to the attainable copy bandwidth: summed bytes over
+# summed time of every operator of that kind moving > 8 MB in 19 models x batches 1-128 x fp16/fp32 on the
+# H200 (benchmarks/results/h200_records.json.gz; fp16/fp32): elementwise 0.73/0.91, copies (cat, contiguous,
+# layout changes) 0.57/0.69, norms 0.53/0.34, softmax 0.56, reductions 0.39/0.52, pooling 0.18/0.36.
+# Embedding: too few large gathers measured (assumed 0.6).
 KIND_BANDWIDTH_FACTOR = {
-    "elementwise": 0.9, "norm": 0.5, "softmax": 0.55, "reduction": 0.8, "pool": 0.25, "embedding": 0.6,
-    "copy": 0.9, "other": 0.8, "matmul": 1.0, "conv": 0.9, "attention": 1.0,
+    "elementwise": 0.85, "norm": 0.45, "softmax": 0.55, "reduction": 0.45, "pool": 0.25, "embedding": 0.6,
+    "copy": 0.63, "other": 0.8, "matmul": 1.0, "conv": 0.9, "attention": 1.0,
 }
-# Convolutions with at most this many output channels per group (depthwise) run as direct convolutions on
-# the CUDA cores, memory-bound at DEPTHWISE_BANDWIDTH_FACTOR of the attainable bandwidth.
-DEPTHWISE_MAX_CHANNELS_PER_GROUP = 4
-DEPTHWISE_BANDWIDTH_FACTOR = 0.3
-# ... and they are slow per operation too: H200, fp16 3x3 depthwise at batch 32 ran 5.6 TFLOPS (0.12 of the
-# vector rate; fp32 1.9 TFLOPS, 0.04); ConvNeXt-T's 7x7 depthwise convs (batch 8, profiled) add up to ~290 us
-# for 1.68 G operations, the same 5.6 TFLOPS. Whichever of this and the bandwidth limit is slower binds.
-DEPTHWISE_VECTOR_FACTOR = 0.12
-DEPTHWISE_VECTOR_FACTOR_FP32 = 0.04
+# Convolutions with at most this many output channels per group (depthwise, channel multiplier <= 2) run as
+# direct convolutions on the CUDA cores, limited by DEPTHWISE_BANDWIDTH_FACTOR of the attainable bandwidth and
+# by a low operation rate, whichever is slower. H200 per-operator profiles at batch >= 32
+# (benchmarks/results/h200_records.json.gz): 3x3 depthwise (MobileNetV2, EfficientNet-B0) ran at 1040-1077
+# GB/s (0.25 of the copy bandwidth) in fp16 and fp32; ConvNeXt-T's 7x7 ran at 8.7 TFLOPS fp16 (0.19 of the
+# vector rate) and 4.3 fp32 (0.09); 5x5 in between. ResNeXt's grouped convs with 4 channels per group
+# run on tensor cores (10.6 TFLOPS fp16), so they are not depthwise here.
+DEPTHWISE_MAX_CHANNELS_PER_GROUP = 2
+DEPTHWISE_BANDWIDTH_FACTOR = 0.25
+DEPTHWISE_VECTOR_FACTOR = 0.17
+DEPTHWISE_VECTOR_FACTOR_FP32 = 0.085
 # TF32 convolutions reach a larger share of their (lower) peak than fp16 NCHW ones, which pay for layout
 # conversions: H200 primitives, 3x3 convs at batch 32: TF32 23-46% of the TF32 peak, fp16 19-32% of fp16's.
 CONV_TF32_FACTOR = Default(0.55, "H200 primitives: TF32 3x3 convolutions 92-180 TFLOPS of 395 attainable")
+# Norms differ by operator more than by anything else (same profiles, summed bytes over summed time, fp16/fp32):
+# batch norm (fp16: PyTorch's native kernel plus a copy) 0.61, layer norm 0.24/0.37, group norm 0.07/0.20.
+NORM_BANDWIDTH_FACTOR = {"aten.native_batch_norm": 0.6, "aten.native_layer_norm": 0.3,
+                         "aten.layer_norm": 0.3, "aten.native_group_norm": 0.13, "aten.group_norm": 0.13}
 # Memory-bound kernels reading an activation through a permuted/transposed view (the counter marks them
-# ``strided``) move their bytes uncoalesced. H200 profiles: Whisper's adds on a transposed conv output ran
-# 4.3x their contiguous time, Swin-T's window-partition copies ~4x, ConvNeXt-T's LayerNorm over an NHWC
-# view 2.6x (benchmarks/results/h200_blind.json, h200_heldout_perop_b8.json).
+# ``strided``) move their bytes uncoalesced. Fraction of the copy bandwidth they reach, summed bytes over
+# summed time of operators moving > 8 MB (same profiles as above; fp16/fp32): elementwise 0.34/0.46, copies
+# 0.36/0.44, norms 0.10/0.16 (LayerNorm over a permuted view: PyTorch first copies it contiguous, then
+# normalises). Other kinds: their contiguous factor x STRIDED_BANDWIDTH_FACTOR.
+STRIDED_KIND_BANDWIDTH_FACTOR = {"elementwise": 0.4, "copy": 0.4, "norm": 0.13}
 STRIDED_BANDWIDTH_FACTOR = 0.3
 # How far BLAS libraries split K for short-and-wide GEMMs (cuBLAS: yes, cuDNN convolutions: rarely).
 MAX_SPLIT_K = {"matmul": 4.0, "attention": 1.0, "conv": 1.0}
@@ -112,7 +133,7 @@ GEMM_TILES = ((128, 256, 1.0), (128, 128, 0.92), (64, 128, 0.8), (64, 64, 0.6), 
 GEMM_TILES_SIMT = ((128, 128, 1.0), (128, 64, 0.85))
 # Probed GEMMs shorter than this are not used to correct predictions: the probe times one call with CUDA
 # events after an L2 flush, which adds several microseconds (H200: a 1x1024x1024 GEMM read 7.7 us).
-GEMM_SAMPLE_MIN_S = Default(25e-6, "H200 probe samples: times below ~20 us are flat in m (fixed cost)")
+GEMM_SAMPLE_MIN_S = Default(100e-6, "H200: probe samples of 25-50 us (one call after an L2 flush) ran 25-35%% below the same shapes inside models (benchmarks/results/h200_records.json.gz: 8192x1024x1024 fp16 probed at 502 TOPS, 16384x4096x1024 in BERT-Large at 694)")
 # K below which a GEMM's prologue/epilogue dominates: efficiency k / (k + K_HALF).
 GEMM_K_HALF = 48.0
 # Alignment (bytes common to the row lengths n and k) -> fraction of the aligned rate. NVIDIA's "Matrix

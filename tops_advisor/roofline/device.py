@@ -21,7 +21,8 @@ class DevicePerf:
     matrix_ops_per_s: dict[str, float]     # best large-GEMM rate per precision
     vector_ops_per_s: float                # non-tensor rate for elementwise work
     bandwidth_bytes_per_s: float           # attainable DRAM bandwidth (large copy)
-    kernel_floor_s: float                  # shortest time a real kernel takes (launch, latency, tail)
+    kernel_floor_s: float                  # shortest time an extra kernel of an operator takes
+    kind_floor_s: dict[str, float]         # shortest time one operator of each kind takes (+ "depthwise")
     kernel_gap_s: float                    # idle gap between back-to-back kernels (graph replay)
     eager_op_s: float                      # host cost per eager operator
     eager_extra_kernel_s: float
@@ -54,6 +55,7 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
     bw_default = D.BANDWIDTH_FRACTION[_memory_family(hw.memory_type)]
     bandwidth = hw.memory_bandwidth_bytes_per_s * bw_default.value
     floor_s, gap_s, eager_s = D.KERNEL_FLOOR_S.value, D.KERNEL_GAP_S.value, D.EAGER_OP_S.value
+    kind_floor = {**D.KIND_FLOOR_S, "depthwise": D.DEPTHWISE_FLOOR_S}
     calibrated = calibration is not None
     if calibration is not None:
         ratios = [calibration.measured_tops[p] / hw.dense_tops[p]
@@ -78,6 +80,7 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
             # the probe times a trivial kernel; real kernels' floor and gap scale with it
             scale = calibration.kernel_graph_us * 1e-6 / D.TINY_KERNEL_REFERENCE_S.value
             floor_s, gap_s = floor_s * scale, gap_s * scale
+            kind_floor = {k: v * scale for k, v in kind_floor.items()}
         if calibration.kernel_eager_us:
             # a model's operator also pays nn.Module and Python overhead: scale, don't replace
             eager_s = eager_s * calibration.kernel_eager_us * 1e-6 / D.EAGER_LAUNCH_REFERENCE_S.value
@@ -101,7 +104,7 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
             samples[p] = (coords, dims, seconds)
     return DevicePerf(
         hardware=hw, matrix_ops_per_s=matrix, vector_ops_per_s=vector, bandwidth_bytes_per_s=bandwidth,
-        kernel_floor_s=floor_s, kernel_gap_s=gap_s, eager_op_s=eager_s, eager_extra_kernel_s=D.EAGER_EXTRA_KERNEL_S.value,
+        kernel_floor_s=floor_s, kind_floor_s=kind_floor, kernel_gap_s=gap_s, eager_op_s=eager_s, eager_extra_kernel_s=D.EAGER_EXTRA_KERNEL_S.value,
         eager_no_kernel_op_s=D.EAGER_NO_KERNEL_OP_S.value, calibrated=calibrated,
         calibration_source=calibration_source, assumptions=tuple(notes), gemm_samples=samples,
     )

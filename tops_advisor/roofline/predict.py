@@ -146,6 +146,7 @@ def _arrays(w: Workload) -> dict:
         "bytes": np.array([o.bytes_read + o.bytes_written for o in ops], dtype=np.float64),
         "kernels": np.array([o.kernels for o in ops], dtype=np.float64),
         "strided": np.array([o.strided for o in ops], dtype=bool),
+        "name": np.array([o.name for o in ops]),
         "kind": np.array([kind_index.get(o.kind, kind_index["other"]) for o in ops], dtype=np.int64),
         "dtype": np.array([o.dtype for o in ops]),
         "m": np.array([o.gemm.m if o.gemm else 0 for o in ops], dtype=np.float64),
@@ -186,8 +187,11 @@ def _rate_per_op(a: dict, perf: DevicePerf, tf32_matmul: bool) -> tuple[np.ndarr
         # alignment matters for tensor-core matmuls only (cuDNN pads convolutions, flash attention any length)
         elem = np.array([BYTES_PER_ELEMENT.get(str(d), 2.0) for d in a["dtype"]])
         elem = np.where((kinds == OP_KINDS.index("matmul")) & (a["dtype"] != "fp32"), elem, 16.0)
-        eff = gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units, split, elem)
-        eff_simt = gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units,
+        # a fused attention kernel loops over the keys: its prologue and epilogue are amortised over the key
+        # length, not over the head dimension (the K of its first product)
+        k_loop = np.where(kinds == OP_KINDS.index("attention"), np.maximum(a["k"], a["n"]), a["k"])
+        eff = gemm_efficiency(a["m"], a["n"], k_loop, a["b"], perf.compute_units, split, elem)
+        eff_simt = gemm_efficiency(a["m"], a["n"], k_loop, a["b"], perf.compute_units,
                                    np.minimum(split, D.MAX_SPLIT_K_SIMT), elem,
                                    tiles=D.GEMM_TILES_SIMT)
         for kind in TENSOR_KINDS:
@@ -255,16 +259,23 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     a = _arrays(workload)
     rate, precision = _rate_per_op(a, perf, tf32_matmul)
     bw_factor = np.array([D.KIND_BANDWIDTH_FACTOR.get(k, 0.8) for k in OP_KINDS])[a["kind"]]
+    for name, factor in D.NORM_BANDWIDTH_FACTOR.items():
+        bw_factor = np.where(a["name"] == name, factor, bw_factor)
     bw_factor = np.where(_depthwise(a), D.DEPTHWISE_BANDWIDTH_FACTOR, bw_factor)
-    bw_factor = np.where(a["strided"], bw_factor * D.STRIDED_BANDWIDTH_FACTOR, bw_factor)
+    strided_factor = np.array([D.STRIDED_KIND_BANDWIDTH_FACTOR.get(k, D.KIND_BANDWIDTH_FACTOR.get(k, 0.8)
+                                                                   * D.STRIDED_BANDWIDTH_FACTOR)
+                               for k in OP_KINDS])[a["kind"]]
+    bw_factor = np.where(a["strided"], strided_factor, bw_factor)
     compute = np.divide(a["flops"], rate, out=np.zeros_like(rate), where=a["flops"] > 0)
     memory = a["bytes"] / (perf.bandwidth_bytes_per_s * bw_factor)
     if perf.gemm_samples:
         compute, memory = _gemm_sample_correction(a, perf, precision, compute, memory, tf32_matmul)
-    floor = a["kernels"] * perf.kernel_floor_s
+    kind_floor = np.array([perf.kind_floor_s.get(k, perf.kind_floor_s["other"]) for k in OP_KINDS])[a["kind"]]
+    kind_floor = np.where(_depthwise(a), perf.kind_floor_s["depthwise"], kind_floor)
+    floor = np.where(a["kernels"] >= 1, kind_floor + np.maximum(a["kernels"] - 1, 0) * perf.kernel_floor_s, 0.0)
     overhead = a["kernels"] * perf.kernel_gap_s
     work = np.maximum(compute, memory)
-    device = np.maximum(work, floor) + overhead
+    device = work + floor + overhead
     bound_idx = np.where(floor > work, 2, np.where(compute >= memory, 0, 1))
 
     device_total = float(device.sum())
