@@ -135,8 +135,10 @@ def render(rows, hw, source, files: list[tuple[Path, dict]], command: str, args,
         "graph = the same forward captured once and replayed as a CUDA graph.", "",
         "## How held-out the held-out models are", "",
         f"- **Held out, but seen** ({', '.join(held) or 'none'}): these models were excluded from the "
-        "parameters fitted to measurements, but their errors were visible in this report while the predictor "
-        "was being tuned, so they are not a clean test of unseen models.",
+        "whole-model fits of the first versions, but their errors were visible in this report while the "
+        "predictor was being tuned, and since commit `5782aec` the per-operator constants (floors, bandwidth "
+        "factors, depthwise rates) are medians over per-operator profiles of all of them together with the "
+        "tuned-on models (docs/op-accuracy.md). They are not a test of unseen models: the blind rounds are.",
     ]
     if new_models:
         lines.append(f"- **Never seen** ({', '.join(new_models)}): written after the predictor was "

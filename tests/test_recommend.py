@@ -17,39 +17,41 @@ SLOW = make_hardware(id="slow-gpu", name="Slow GPU", memory_bandwidth_gb_s=500, 
 
 def stream(batch: int, dtype: str, param_bytes: float = 0.0) -> Workload:
     """One memory-bound operator (a matmul kind: full attainable bandwidth) moving 8.5 MB per sample:
-    10 us per sample on FAST, 20 us on SLOW, plus a 1 us gap per kernel (the 3 us floor never binds)."""
+    10 us per sample on FAST, 20 us on SLOW, plus 4.35 us per kernel (the 3.6 us GEMM floor, added to the
+    work, and the 0.75 us gap)."""
     op = OpRecord("aten.mm", "matmul", "", 1e3 * batch, 4.25e6 * batch, 4.25e6 * batch, 0, dtype, 1)
     return Workload("stream", batch, dtype, (op,), param_bytes=param_bytes)
 
 
 def test_largest_batch_meeting_latency():
-    # FAST: 10 us x b + 1 us <= 100 us -> b <= 9.9 -> 8. SLOW: 20 us x b + 1 us <= 100 us -> b <= 4.95 -> 4.
+    # FAST: 10 us x b + 4.35 us <= 100 us -> b <= 9.56 -> 8. SLOW: 20 us x b + 4.35 us <= 100 us -> b <= 4.78
+    # -> 4.
     res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6, rank_by="throughput"))
     by_id = {r.hardware: r for r in res.recommendations}
     assert by_id["toy-gpu"].batch == 8 and by_id["slow-gpu"].batch == 4
-    assert by_id["toy-gpu"].latency_s == pytest.approx(81e-6)
-    assert by_id["toy-gpu"].headroom == pytest.approx(100 / 81)
+    assert by_id["toy-gpu"].latency_s == pytest.approx(84.35e-6)
+    assert by_id["toy-gpu"].headroom == pytest.approx(100 / 84.35)
     assert [r.hardware for r in res.recommendations] == ["toy-gpu", "slow-gpu"]
 
 
 def test_efficiency_ranking_prefers_samples_per_watt():
-    # FAST: 8 / 81 us = 98,765/s over 200 W = 494 /s/W. SLOW: 4 / 81 us = 49,383/s over 50 W = 988 /s/W.
+    # FAST: 8 / 84.35 us = 94,843/s over 200 W = 474 /s/W. SLOW: 4 / 84.35 us = 47,421/s over 50 W = 948 /s/W.
     res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6))
     assert [r.hardware for r in res.recommendations] == ["slow-gpu", "toy-gpu"]
-    assert res.recommendations[0].throughput_per_watt == pytest.approx(4 / 81e-6 / 50)
+    assert res.recommendations[0].throughput_per_watt == pytest.approx(4 / 84.35e-6 / 50)
 
 
 def test_fixed_batch_and_latency_rejection_reason():
-    # At batch 8, SLOW takes 20 x 8 + 1 = 161 us > 100 us.
+    # At batch 8, SLOW takes 20 x 8 + 4.35 = 164.35 us > 100 us.
     res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6, batch=8))
     assert [r.hardware for r in res.recommendations] == ["toy-gpu"]
     assert res.rejected[0].hardware == "slow-gpu"
-    assert res.rejected[0].reason == "161 us at batch 8 > 100 us"
+    assert res.rejected[0].reason == "164 us at batch 8 > 100 us"
 
 
 def test_nothing_meets_latency_names_closest_miss():
-    # batch 1: FAST 11 us, SLOW 21 us; target 5 us; FAST comes closest (5 / 11 = 0.45).
-    with pytest.raises(NothingFeasibleError, match=r"latency target.*closest miss: toy-gpu: 11 us at batch 1 > 5 us"):
+    # batch 1: FAST 14.35 us, SLOW 24.35 us; target 5 us; FAST comes closest (5 / 14.35 = 0.35).
+    with pytest.raises(NothingFeasibleError, match=r"latency target.*closest miss: toy-gpu: 14.3 us at batch 1 > 5 us"):
         recommend(stream, [FAST, SLOW], Constraints(latency_s=5e-6))
 
 

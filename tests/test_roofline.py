@@ -31,16 +31,17 @@ def test_big_gemm_uses_matrix_peak_times_default_fraction():
     p = predict(w, HW)
     expected_compute = 2 * n**3 / (80e12 * (2048 / 2100) * (8192 / 8240))
     assert p.ops[0].compute_s == pytest.approx(expected_compute, rel=1e-9)
-    assert p.latency_s == pytest.approx(expected_compute + 1e-6, rel=1e-9)  # + 1 us gap after the kernel
+    # + the GEMM operator floor (3.6 us, added to the work) + the 0.75 us gap after the kernel
+    assert p.latency_s == pytest.approx(expected_compute + 3.6e-6 + 0.75e-6, rel=1e-9)
     assert p.bound == "compute"
 
 
 def test_memory_bound_elementwise_uses_bandwidth_fraction():
-    # 1 GB moved by an elementwise op at 1000 GB/s x 0.85 (HBM default) x 0.9 (elementwise) = 765 GB/s,
-    # plus the 1 us gap after each kernel.
+    # 1 GB moved by an elementwise op at 1000 GB/s x 0.85 (HBM default) x 0.85 (elementwise) = 722.5 GB/s,
+    # plus the elementwise floor (1.2 us) and the 0.75 us gap after each kernel.
     w = one_op(1e8, 1e9, kind="elementwise")
     p = predict(w, HW)
-    assert p.latency_s == pytest.approx(1e9 / 765e9 + 1e-6)
+    assert p.latency_s == pytest.approx(1e9 / 722.5e9 + 1.2e-6 + 0.75e-6)
     assert p.bound == "memory"
 
 
@@ -77,12 +78,13 @@ def test_graph_latency_is_additive_over_operators():
 
 
 def test_eager_is_host_bound_for_many_tiny_kernels():
-    # 1000 tiny ops: each kernel takes its 3 us floor plus a 1 us gap on the device, and 22 us of host time
-    # to launch eagerly; eager latency = host time + the last kernel; graph latency = device time only.
+    # 1000 tiny ops: each kernel takes its 1.2 us elementwise floor plus its work (200 bytes at 722.5 GB/s)
+    # plus a 0.75 us gap on the device, and 22 us of host time to launch eagerly; eager latency = host time +
+    # the last kernel; graph latency = device time only.
     ops = tuple(OpRecord(f"op{i}", "elementwise", "", 10, 100, 100, 0, "fp16", 1) for i in range(1000))
     w = Workload("tiny", 1, "fp16", ops)
     eager, graph = predict(w, HW, mode="eager"), predict(w, HW, mode="graph")
-    per_op_device = 3e-6 + 1e-6
+    per_op_device = 1.2e-6 + 200 / 722.5e9 + 0.75e-6
     assert graph.latency_s == pytest.approx(1000 * per_op_device)
     assert eager.latency_s == pytest.approx(1000 * 22e-6 + per_op_device)
     assert graph.bound == "overhead"
@@ -105,12 +107,16 @@ def test_calibration_replaces_peaks_bandwidth_and_overheads():
     assert perf.matrix_ops_per_s["int8"] == pytest.approx(100e12)
     assert perf.bandwidth_bytes_per_s == 500e9
     # per-kernel costs scale with the probe's tiny-kernel times over the H200 reference (0.87 us graph,
-    # 10.8 us eager): floor 3 us x 5 / 0.87, gap 1 us x 5 / 0.87, eager operator 22 us x 20 / 10.8
-    assert perf.kernel_floor_s == pytest.approx(3e-6 * 5 / 0.87)
-    assert perf.kernel_gap_s == pytest.approx(1e-6 * 5 / 0.87)
+    # 10.8 us eager): floors x 5 / 0.87 (elementwise 1.2 us, GEMM 3.6 us), gap 0.75 us x 5 / 0.87, eager
+    # operator 22 us x 20 / 10.8
+    scale = 5 / 0.87
+    assert perf.kernel_floor_s == pytest.approx(1.2e-6 * scale)
+    assert perf.kind_floor_s["matmul"] == pytest.approx(3.6e-6 * scale)
+    assert perf.kernel_gap_s == pytest.approx(0.75e-6 * scale)
     assert perf.eager_op_s == pytest.approx(22e-6 * 20 / 10.8)
     w = one_op(1e8, 1e9, kind="elementwise")
-    assert predict(w, HW, cal).latency_s == pytest.approx(1e9 / (500e9 * 0.9) + 1e-6 * 5 / 0.87)
+    # 1 GB at 500 GB/s x 0.85 (elementwise), + floor 1.2 us and gap 0.75 us, both scaled
+    assert predict(w, HW, cal).latency_s == pytest.approx(1e9 / (500e9 * 0.85) + (1.2e-6 + 0.75e-6) * scale)
     assert predict(w, HW, cal).calibrated and not predict(w, HW).calibrated
 
 
@@ -160,12 +166,14 @@ def test_throughput_and_utilisation():
 
 
 def test_depthwise_convolution_is_memory_bound_on_cuda_cores():
-    # groups = 144 with one output channel per group: a direct kernel at 0.3 of the attainable bandwidth
+    # groups = 144 with one output channel per group: a direct kernel at 0.25 of the attainable bandwidth
+    # (850 GB/s), + the depthwise floor 3 us + the 0.75 us gap. Its 8.1 MFLOP at 0.17 x the vector rate
+    # (toy fp32 peak x 0.7) is far below that.
     dw = OpRecord("aten.convolution", "conv", "", 2 * 3136 * 144 * 9, 1e8, 1e8, 0, "fp16", 1,
                   GemmShape(3136, 1, 9, 144))
     p = predict(Workload("dw", 1, "fp16", (dw,)), HW)
     assert p.ops[0].bound == "memory"
-    assert p.latency_s == pytest.approx(2e8 / (850e9 * 0.3) + 1e-6)
+    assert p.latency_s == pytest.approx(2e8 / (850e9 * 0.25) + 3e-6 + 0.75e-6)
 
 
 def test_misaligned_matmul_is_slower():
