@@ -189,27 +189,44 @@ def render(rows, hw, source, files: list[tuple[Path, dict]], command: str, args,
     return "\n".join(lines) + "\n"
 
 
+def _predict_llm_now(llm: dict) -> list[float | None]:
+    """The current predictor's latency (ms) for each recorded LLM row (same config, device, calibration)."""
+    from tops_advisor.llm import build_workload, config_from_dict
+
+    hw = load_catalog().get(llm["prediction_hardware"])
+    cal, source = calibration_for(hw)
+    perf = device_perf(hw, cal, source)
+    cfg = config_from_dict(llm["config"], name="recorded")
+    out = []
+    for r in llm["results"]:
+        w = build_workload(cfg, phase=r["phase"], batch=r["batch"], context=r["context"])
+        out.append(predict(w, hw, mode=r["mode"], perf=perf).latency_s * 1e3)
+    return out
+
+
 def _llm_section(llm: dict, path) -> list[str]:
     env = llm.get("environment", {})
     res = llm["results"]
-    errs = [abs(r["error_pct"]) for r in res if r.get("error_pct") is not None]
+    now = _predict_llm_now(llm)
+    errs = [abs(p / r["median_ms"] - 1) * 100 for p, r in zip(now, res, strict=True)]
     lines = ["", "## LLM decoder (LLaMA-3-8B shape, bf16)", "",
              f"Recorded by `benchmarks/llm_measure.py` (`{path}`, {llm.get('created')}, `{llm.get('command')}`) "
              f"on {env.get('gpu')}, torch {env.get('torch')}, CUDA {env.get('cuda')}. Each row carries the "
-             f"measurement and the `tops-advisor llm` prediction made at measurement time for "
-             f"`{llm.get('prediction_hardware')}` ({llm.get('prediction_calibration') or 'no calibration'}); "
-             "they are shown as recorded, not recomputed.", ""]
-    by_mode = {}
-    for r in res:
-        by_mode.setdefault(r["mode"], []).append(abs(r["error_pct"]))
+             f"measurement, the `tops-advisor llm` prediction made at measurement time for "
+             f"`{llm.get('prediction_hardware')}` (as recorded), and the current predictor's (recomputed by "
+             "this script, shipped calibration). The errors below are the current predictor's.", ""]
+    by_mode: dict[str, list[float]] = {}
+    for e, r in zip(errs, res, strict=True):
+        by_mode.setdefault(r["mode"], []).append(e)
     lines.append(f"Median absolute error {statistics.median(errs):.1f}%, worst {max(errs):.1f}% (n={len(errs)}); "
                  + "; ".join(f"{m}: median {statistics.median(v):.1f}%, worst {max(v):.1f}%"
                              for m, v in by_mode.items()) + ".")
-    lines += ["", "| phase | mode | batch | context | measured ms | predicted ms | error | predicted bound |",
-              "|---|---|---:|---:|---:|---:|---:|---|"]
-    for r in res:
+    lines += ["", "| phase | mode | batch | context | measured ms | predicted then (error) | predicted now | error |",
+              "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for p, r in zip(now, res, strict=True):
         lines.append(f"| {r['phase']} | {r['mode']} | {r['batch']} | {r['context']} | {r['median_ms']:.3f} | "
-                     f"{r['predicted_ms']:.3f} | {r['error_pct']:+.0f}% | {r['predicted_bound']} |")
+                     f"{r['predicted_ms']:.3f} ({r['error_pct']:+.0f}%) | {p:.3f} | "
+                     f"{(p / r['median_ms'] - 1) * 100:+.0f}% |")
     return lines
 
 
