@@ -69,12 +69,14 @@ def test_conv2d_grouped():
 
 
 def test_conv2d_depthwise_with_bias():
-    op = only(count_module(nn.Conv2d(8, 8, 3, groups=8), torch.randn(1, 8, 6, 6)))
+    op, add = count_module(nn.Conv2d(8, 8, 3, groups=8), torch.randn(1, 8, 6, 6)).ops
     # out (1, 8, 4, 4): each output element 1*3*3 = 9 multiply-adds
     assert op.flops == 2 * (8 * 4 * 4) * 9                               # 2304
     assert op.gemm == GemmShape(m=16, n=1, k=9, batch=8)
-    assert op.kernels == 2                                               # convolution + bias add
-    assert op.param_bytes == (8 * 9 + 8) * 4                             # 320
+    assert op.kernels == 1 and op.param_bytes == 8 * 9 * 4               # the weights: 288 bytes
+    # PyTorch adds the bias in its own broadcast kernel: reads the output (128 floats) and the bias, writes it
+    assert (add.name, add.kind, add.kernels, add.strided) == ("aten.add", "elementwise", 1, True)
+    assert add.bytes_read == (128 + 8) * 4 and add.bytes_written == 128 * 4 and add.param_bytes == 8 * 4
 
 
 def test_conv_transpose2d():
@@ -88,9 +90,10 @@ def test_conv_transpose2d():
 def test_conv1d_and_conv3d():
     op = only(count_module(nn.Conv1d(4, 8, 3, bias=False), torch.randn(2, 4, 10)))
     assert op.flops == 2 * (2 * 8 * 8) * (4 * 3)                         # out (2, 8, 8): 3072
-    op = only(count_module(nn.Conv3d(2, 4, 3, padding=1), torch.randn(1, 2, 4, 4, 4)))
+    op, add = count_module(nn.Conv3d(2, 4, 3, padding=1), torch.randn(1, 2, 4, 4, 4)).ops
     assert op.flops == 2 * (4 * 64) * (2 * 27)                           # out (1, 4, 4, 4, 4): 27648
-    assert op.gemm == GemmShape(m=64, n=4, k=54, batch=1) and op.kernels == 2
+    assert op.gemm == GemmShape(m=64, n=4, k=54, batch=1) and op.kernels == 1
+    assert add.name == "aten.add" and add.bytes_written == 4 * 64 * 4   # the bias add over the output
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -295,3 +298,17 @@ def test_fvcore_agrees_on_convolution_and_linear():
     ours_linear = sum(op.flops for op in w.ops if op.kind == "matmul")
     assert ours_conv == 2 * by_op["conv"]
     assert ours_linear == 2 * by_op["linear"]
+
+
+@pytest.mark.parametrize(("dtype", "head_dim", "pads"), [(torch.float16, 36, 3), (torch.float16, 40, 0),
+                                                        (torch.float32, 36, 0)])
+def test_half_attention_pads_head_dims_not_a_multiple_of_8(dtype, head_dim, pads):
+    q, k, v = (torch.randn(2, 4, 16, head_dim, dtype=dtype, device="meta") for _ in range(3))
+    w = count_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v)), (q, k, v),
+                     "fp16" if dtype == torch.float16 else "fp32")
+    padding = [op for op in w.ops if op.name == "aten.constant_pad_nd"]
+    assert len(padding) == pads and w.ops[-1].name == "aten.scaled_dot_product_attention"
+    for op in padding:
+        # reads the (2, 4, 16, 36) tensor, fills and copies into a (2, 4, 16, 40) one: 2 kernels, 2 writes
+        assert op.bytes_read == 2 * 4 * 16 * 36 * 2 and op.bytes_written == 2 * (2 * 4 * 16 * 40 * 2)
+        assert op.kernels == 2 and op.internal and op.strided and op.kind == "copy"

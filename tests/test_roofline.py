@@ -37,11 +37,13 @@ def test_big_gemm_uses_matrix_peak_times_default_fraction():
 
 
 def test_memory_bound_elementwise_uses_bandwidth_fraction():
-    # 1 GB moved by an elementwise op at 1000 GB/s x 0.85 (HBM default) x 0.85 (elementwise) = 722.5 GB/s,
-    # plus the elementwise floor (1.2 us) and the 0.75 us gap after each kernel.
+    # 1 GB moved by an fp16 elementwise op at 1000 GB/s x 0.85 (HBM default) x 0.73 (16-bit elementwise) =
+    # 620.5 GB/s, plus the elementwise floor (1.2 us) and the 0.75 us gap after each kernel; in fp32 x 0.91.
     w = one_op(1e8, 1e9, kind="elementwise")
     p = predict(w, HW)
-    assert p.latency_s == pytest.approx(1e9 / 722.5e9 + 1.2e-6 + 0.75e-6)
+    assert p.latency_s == pytest.approx(1e9 / 620.5e9 + 1.2e-6 + 0.75e-6)
+    p32 = predict(one_op(1e8, 1e9, kind="elementwise", dtype="fp32"), HW)
+    assert p32.latency_s == pytest.approx(1e9 / 773.5e9 + 1.2e-6 + 0.75e-6)
     assert p.bound == "memory"
 
 
@@ -78,13 +80,13 @@ def test_graph_latency_is_additive_over_operators():
 
 
 def test_eager_is_host_bound_for_many_tiny_kernels():
-    # 1000 tiny ops: each kernel takes its 1.2 us elementwise floor plus its work (200 bytes at 722.5 GB/s)
+    # 1000 tiny ops: each kernel takes its 1.2 us elementwise floor plus its work (200 bytes at 620.5 GB/s)
     # plus a 0.75 us gap on the device, and 22 us of host time to launch eagerly; eager latency = host time +
     # the last kernel; graph latency = device time only.
     ops = tuple(OpRecord(f"op{i}", "elementwise", "", 10, 100, 100, 0, "fp16", 1) for i in range(1000))
     w = Workload("tiny", 1, "fp16", ops)
     eager, graph = predict(w, HW, mode="eager"), predict(w, HW, mode="graph")
-    per_op_device = 1.2e-6 + 200 / 722.5e9 + 0.75e-6
+    per_op_device = 1.2e-6 + 200 / 620.5e9 + 0.75e-6
     assert graph.latency_s == pytest.approx(1000 * per_op_device)
     assert eager.latency_s == pytest.approx(1000 * 22e-6 + per_op_device)
     assert graph.bound == "overhead"
@@ -115,8 +117,8 @@ def test_calibration_replaces_peaks_bandwidth_and_overheads():
     assert perf.kernel_gap_s == pytest.approx(0.75e-6 * scale)
     assert perf.eager_op_s == pytest.approx(22e-6 * 20 / 10.8)
     w = one_op(1e8, 1e9, kind="elementwise")
-    # 1 GB at 500 GB/s x 0.85 (elementwise), + floor 1.2 us and gap 0.75 us, both scaled
-    assert predict(w, HW, cal).latency_s == pytest.approx(1e9 / (500e9 * 0.85) + (1.2e-6 + 0.75e-6) * scale)
+    # 1 GB at 500 GB/s x 0.73 (16-bit elementwise), + floor 1.2 us and gap 0.75 us, both scaled
+    assert predict(w, HW, cal).latency_s == pytest.approx(1e9 / (500e9 * 0.73) + (1.2e-6 + 0.75e-6) * scale)
     assert predict(w, HW, cal).calibrated and not predict(w, HW).calibrated
 
 
@@ -182,3 +184,53 @@ def test_misaligned_matmul_is_slower():
     odd = one_op(2 * 4096 * 50257 * 768, 1e6, gemm=GemmShape(4096, 50257, 768))
     ratio = predict(odd, HW).ops[0].compute_s / predict(aligned, HW).ops[0].compute_s
     assert ratio == pytest.approx(1 / 0.15, rel=0.01)
+
+
+def test_attention_runs_the_next_compiled_head_dim():
+    from tops_advisor.roofline.predict import head_dim_use
+
+    # FlashAttention (16-bit): head dims are compiled in steps of 32; 36 and 40 run the 64 kernel
+    assert list(head_dim_use([36, 40, 64, 96, 300], "fp16")) == pytest.approx([36 / 64, 40 / 64, 1, 1, 1])
+    # the fp32 memory-efficient kernel: 64, 128, then any
+    assert list(head_dim_use([40, 64, 100, 200], "fp32")) == pytest.approx([40 / 64, 1, 100 / 128, 1])
+
+
+def test_attention_efficiency_counts_query_blocks_times_heads():
+    from tops_advisor.roofline.efficiency import attention_efficiency
+
+    # 256 queries in 128-row blocks x 8 heads = 16 blocks on 132 units: one wave, 16/132 occupied;
+    # the key loop's ramp 256 / (256 + 48)
+    eff = attention_efficiency([256], [256], [8], 132, 128.0)[0]
+    assert eff == pytest.approx(16 / 132 * 256 / 304)
+    # 200 queries fill 2 blocks of 128 with 200/256 of their rows
+    eff = attention_efficiency([200], [4096], [132], 132, 128.0)[0]
+    assert eff == pytest.approx(200 / 256 * 1.0 * 4096 / 4144)
+
+
+def test_pointwise_convolution_has_the_gemm_floor():
+    # same work, 1x1 (window 1) vs 3x3 (window 9): the floors are the GEMM's 3.6 us and a convolution's 5.5 us
+    def conv(window):
+        op = OpRecord("aten.convolution", "conv", "", 1e3, 1e3, 1e3, 0, "fp16", 1,
+                      GemmShape(64, 64, 64, 1, window=window))
+        return predict(Workload("c", 1, "fp16", (op,)), HW).latency_s
+
+    assert conv(9) - conv(1) == pytest.approx(5.5e-6 - 3.6e-6)
+
+
+def test_skinny_tiles_only_for_few_rows():
+    tiles = ((128, 128, 1.0), (8, 128, 0.6))
+    # 64 rows: the GEMV-like 8-row tile is not a choice, so the result is the 128x128 tile's alone
+    assert gemm_efficiency([64], [4096], [4096], [1], 132, 1.0, 16.0, tiles=tiles)[0] == pytest.approx(
+        gemm_efficiency([64], [4096], [4096], [1], 132, 1.0, 16.0, tiles=tiles[:1])[0])
+    # 8 rows: it is, and it beats a 128-row tile padded 16x
+    assert gemm_efficiency([8], [4096], [4096], [1], 132, 1.0, 16.0, tiles=tiles)[0] > \
+        gemm_efficiency([8], [4096], [4096], [1], 132, 1.0, 16.0, tiles=tiles[:1])[0]
+
+
+def test_internal_kernels_cost_only_their_launches_in_eager_mode():
+    conv = OpRecord("aten.convolution", "conv", "", 1e3, 1e3, 1e3, 0, "fp16", 1, GemmShape(8, 8, 8))
+    bias = OpRecord("aten.add", "elementwise", "", 1e3, 1e3, 1e3, 0, "fp16", 1, strided=True, internal=True)
+    alone = predict(Workload("a", 1, "fp16", (conv,)), HW, mode="eager").host_time_s
+    both = predict(Workload("b", 1, "fp16", (conv, bias)), HW, mode="eager").host_time_s
+    assert alone == pytest.approx(22e-6)              # one eager operator
+    assert both - alone == pytest.approx(3e-6)        # + one extra kernel launch, not another operator

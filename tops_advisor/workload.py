@@ -30,14 +30,16 @@ class GemmShape:
     """The matrix product an operator runs: ``batch`` independent (m x k) @ (k x n) products.
 
     Convolutions report their implicit GEMM (m = N*H_out*W_out, n = C_out/groups, k = C_in/groups*kh*kw,
-    batch = groups); attention reports its larger product (m = query length, n = key length,
-    k = head dim, batch = batch*heads).
+    batch = groups) and their ``window`` (kh*kw: 1 for a pointwise convolution, which runs as a plain GEMM);
+    attention reports its larger product (m = query length, n = key length, k = head dim,
+    batch = batch*heads).
     """
 
     m: int
     n: int
     k: int
     batch: int = 1
+    window: int = field(default=1, compare=False)
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class OpRecord:
     kernels: int = 1          # GPU kernels it usually launches
     gemm: GemmShape | None = None
     strided: bool = False     # reads an activation through a permuted/transposed view (uncoalesced traffic)
+    internal: bool = False    # kernels launched inside another operator's call (a convolution's bias add):
+                              # no host dispatch cost of its own in eager mode, only the extra launches
 
     @property
     def bytes(self) -> float:

@@ -85,11 +85,15 @@ KIND_COMPUTE_FACTOR = {
 # summed time of every operator of that kind moving > 8 MB in 19 models x batches 1-128 x fp16/fp32 on the
 # H200 (benchmarks/results/h200_records.json.gz; fp16/fp32): elementwise 0.73/0.91, copies (cat, contiguous,
 # layout changes) 0.57/0.69, norms 0.53/0.34, softmax 0.56, reductions 0.39/0.52, pooling 0.18/0.36.
-# Embedding: too few large gathers measured (assumed 0.6).
+# Embedding: too few large gathers measured (assumed 0.6). Where 16-bit and 32-bit elements differ clearly, the
+# pair (16-bit, 32-bit) below replaces the single factor: PyTorch's half-precision elementwise, copy, pooling
+# and reduction kernels move fewer bytes per thread and reach less of the bandwidth.
 KIND_BANDWIDTH_FACTOR = {
     "elementwise": 0.85, "norm": 0.45, "softmax": 0.55, "reduction": 0.45, "pool": 0.25, "embedding": 0.6,
     "copy": 0.63, "other": 0.8, "matmul": 1.0, "conv": 0.9, "attention": 1.0,
 }
+KIND_BANDWIDTH_FACTOR_BY_WIDTH = {"elementwise": (0.73, 0.91), "copy": (0.57, 0.69), "pool": (0.18, 0.36),
+                                  "reduction": (0.39, 0.52)}
 # Convolutions with at most this many output channels per group (depthwise, channel multiplier <= 2) run as
 # direct convolutions on the CUDA cores, limited by DEPTHWISE_BANDWIDTH_FACTOR of the attainable bandwidth and
 # by a low operation rate, whichever is slower. H200 per-operator profiles at batch >= 32
@@ -104,10 +108,12 @@ DEPTHWISE_VECTOR_FACTOR_FP32 = 0.085
 # TF32 convolutions reach a larger share of their (lower) peak than fp16 NCHW ones, which pay for layout
 # conversions: H200 primitives, 3x3 convs at batch 32: TF32 23-46% of the TF32 peak, fp16 19-32% of fp16's.
 CONV_TF32_FACTOR = Default(0.55, "H200 primitives: TF32 3x3 convolutions 92-180 TFLOPS of 395 attainable")
-# Norms differ by operator more than by anything else (same profiles, summed bytes over summed time, fp16/fp32):
-# batch norm (fp16: PyTorch's native kernel plus a copy) 0.61, layer norm 0.24/0.37, group norm 0.07/0.20.
-NORM_BANDWIDTH_FACTOR = {"aten.native_batch_norm": 0.6, "aten.native_layer_norm": 0.3,
-                         "aten.layer_norm": 0.3, "aten.native_group_norm": 0.13, "aten.group_norm": 0.13}
+# Norms differ by operator more than by anything else (same profiles, summed bytes over summed time, 16-bit /
+# 32-bit elements): batch norm (fp16: PyTorch's native kernel plus a copy) 0.61, layer norm 0.24/0.37, group
+# norm 0.07/0.20. fp32 batch norm runs cuDNN's kernel under another operator name and keeps the norm factor.
+NORM_BANDWIDTH_FACTOR = {"aten.native_batch_norm": (0.6, 0.6), "aten.native_layer_norm": (0.24, 0.37),
+                         "aten.layer_norm": (0.24, 0.37), "aten.native_group_norm": (0.07, 0.2),
+                         "aten.group_norm": (0.07, 0.2)}
 # Memory-bound kernels reading an activation through a permuted/transposed view (the counter marks them
 # ``strided``) move their bytes uncoalesced. Fraction of the copy bandwidth they reach, summed bytes over
 # summed time of operators moving > 8 MB (same profiles as above; fp16/fp32): elementwise 0.34/0.46, copies
@@ -128,9 +134,16 @@ RUNTIME_MEMORY_BYTES = Default(1e9, "assumed: CUDA context ~300-600 MB, cuBLAS/c
 # The (8, 128) tile stands for the GEMV / skinny kernels libraries pick when m is tiny (LLM decode): they
 # stream the weights at full bandwidth, so a batch-1 product is memory-bound, as measured.
 GEMM_TILES = ((128, 256, 1.0), (128, 128, 0.92), (64, 128, 0.8), (64, 64, 0.6), (32, 32, 0.3), (8, 128, 0.6))
-# Plain FP32 (no tensor cores) runs SIMT kernels with large tiles only: H200 primitives, fp32 Linear 4096->1024
-# on 128 tokens took 86 us (a 64x64-tile model would predict 34 us).
-GEMM_TILES_SIMT = ((128, 128, 1.0), (128, 64, 0.85))
+# Plain FP32 (no tensor cores) runs SIMT kernels: large tiles when there is work for them; for few rows cuBLAS
+# takes smaller tiles and GEMV-like kernels (gemv2T, gemmSN), which stream the weights. H200 sweep
+# (benchmarks/results/h200_sweep.json, `benchmarks/sweep_kernels.py report`): with the large tiles only, fp32
+# Linear layers on 1, 8 and 197 rows were predicted 1.4-5x too slow (median +91%); with the 64x64 tile at 0.55
+# of the large-tile rate and 8- and 1-row GEMV tiles, median 24% (an fp32 Linear 4096->1024 on 128 rows, 86 us
+# measured, is predicted 78 us).
+GEMM_TILES_SIMT = ((128, 128, 1.0), (128, 64, 0.85), (64, 64, 0.55), (8, 128, 0.6), (1, 128, 0.6))
+# Tiles of at most SKINNY_TILE_ROWS rows stand for GEMV-like kernels: used only up to SKINNY_MAX_ROWS rows.
+SKINNY_TILE_ROWS = 8
+SKINNY_MAX_ROWS = 32
 # Probed GEMMs shorter than this are not used to correct predictions: the probe times one call with CUDA
 # events after an L2 flush, which adds several microseconds (H200: a 1x1024x1024 GEMM read 7.7 us).
 GEMM_SAMPLE_MIN_S = Default(100e-6, "H200: probe samples of 25-50 us (one call after an L2 flush) ran 25-35%% below the same shapes inside models (benchmarks/results/h200_records.json.gz: 8192x1024x1024 fp16 probed at 502 TOPS, 16384x4096x1024 in BERT-Large at 694)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .defaults import GEMM_ALIGNMENT, GEMM_K_HALF, GEMM_TILES
+from .defaults import GEMM_ALIGNMENT, GEMM_K_HALF, GEMM_TILES, SKINNY_MAX_ROWS, SKINNY_TILE_ROWS
 
 
 def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, units: int,
@@ -38,7 +38,11 @@ def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarr
         work = tiles * split
         waves = np.ceil(work / units)
         occupancy = work / (waves * units)
-        best = np.maximum(best, quality * padding * occupancy)
+        eff = quality * padding * occupancy
+        if tm <= SKINNY_TILE_ROWS:
+            # GEMV-like kernels stream the weights for a handful of rows; with more rows a library tiles
+            eff = np.where(ms <= SKINNY_MAX_ROWS, eff, 0.0)
+        best = np.maximum(best, eff)
     ramp = ks / (ks + GEMM_K_HALF)
     return np.where(known, np.clip(best * ramp * alignment_factor(ns, ks, element_bytes), 1e-4, 1.0), 1.0)
 
@@ -60,3 +64,18 @@ def alignment_factor(n: np.ndarray, k: np.ndarray, element_bytes: np.ndarray | f
     for bytes_, f in GEMM_ALIGNMENT.items():
         factor = np.where(align == bytes_, f, factor)
     return factor
+
+
+def attention_efficiency(q_len: np.ndarray, kv_len: np.ndarray, heads: np.ndarray, units: int,
+                         block_rows: float = 128.0) -> np.ndarray:
+    """Fraction (0..1] of the attention rate a fused kernel reaches (FlashAttention, PyTorch's
+    memory-efficient kernel): each thread block owns ``block_rows`` queries of one head and loops over all the
+    keys, so the parallel work is ceil(q_len / block_rows) x heads blocks, run in waves; the loop's prologue and
+    epilogue are amortised over the keys. (The head dimension's share is ``predict.head_dim_use``.)"""
+    m = np.maximum(np.asarray(q_len, dtype=np.float64), 1.0)
+    kv = np.maximum(np.asarray(kv_len, dtype=np.float64), 1.0)
+    bh = np.maximum(np.asarray(heads, dtype=np.float64), 1.0)
+    blocks = np.ceil(m / block_rows) * bh
+    padding = m / (np.ceil(m / block_rows) * block_rows)
+    occupancy = blocks / (np.ceil(blocks / units) * units)
+    return np.clip(padding * occupancy * kv / (kv + GEMM_K_HALF), 1e-4, 1.0)

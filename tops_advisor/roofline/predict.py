@@ -21,7 +21,7 @@ from ..units import BYTES_PER_ELEMENT
 from ..workload import OP_KINDS, Workload
 from . import defaults as D
 from .device import DevicePerf, device_perf
-from .efficiency import gemm_efficiency
+from .efficiency import attention_efficiency, gemm_efficiency
 
 Mode = Literal["graph", "eager"]
 MODES = ("graph", "eager")
@@ -146,6 +146,7 @@ def _arrays(w: Workload) -> dict:
         "bytes": np.array([o.bytes_read + o.bytes_written for o in ops], dtype=np.float64),
         "kernels": np.array([o.kernels for o in ops], dtype=np.float64),
         "strided": np.array([o.strided for o in ops], dtype=bool),
+        "internal": np.array([o.internal for o in ops], dtype=bool),
         "name": np.array([o.name for o in ops]),
         "kind": np.array([kind_index.get(o.kind, kind_index["other"]) for o in ops], dtype=np.int64),
         "dtype": np.array([o.dtype for o in ops]),
@@ -153,6 +154,7 @@ def _arrays(w: Workload) -> dict:
         "n": np.array([o.gemm.n if o.gemm else 0 for o in ops], dtype=np.float64),
         "k": np.array([o.gemm.k if o.gemm else 0 for o in ops], dtype=np.float64),
         "b": np.array([o.gemm.batch if o.gemm else 0 for o in ops], dtype=np.float64),
+        "window": np.array([o.gemm.window if o.gemm else 1 for o in ops], dtype=np.float64),
     }
     _ARRAYS[id(w)] = (weakref.ref(w), a)
     if len(_ARRAYS) > 256:
@@ -187,11 +189,8 @@ def _rate_per_op(a: dict, perf: DevicePerf, tf32_matmul: bool) -> tuple[np.ndarr
         # alignment matters for tensor-core matmuls only (cuDNN pads convolutions, flash attention any length)
         elem = np.array([BYTES_PER_ELEMENT.get(str(d), 2.0) for d in a["dtype"]])
         elem = np.where((kinds == OP_KINDS.index("matmul")) & (a["dtype"] != "fp32"), elem, 16.0)
-        # a fused attention kernel loops over the keys: its prologue and epilogue are amortised over the key
-        # length, not over the head dimension (the K of its first product)
-        k_loop = np.where(kinds == OP_KINDS.index("attention"), np.maximum(a["k"], a["n"]), a["k"])
-        eff = gemm_efficiency(a["m"], a["n"], k_loop, a["b"], perf.compute_units, split, elem)
-        eff_simt = gemm_efficiency(a["m"], a["n"], k_loop, a["b"], perf.compute_units,
+        eff = gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units, split, elem)
+        eff_simt = gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units,
                                    np.minimum(split, D.MAX_SPLIT_K_SIMT), elem,
                                    tiles=D.GEMM_TILES_SIMT)
         for kind in TENSOR_KINDS:
@@ -208,8 +207,28 @@ def _rate_per_op(a: dict, perf: DevicePerf, tf32_matmul: bool) -> tuple[np.ndarr
                 if kind == "conv" and prec == "tf32":
                     factor = D.CONV_TF32_FACTOR.value
                 rate[mask] = peak * factor * (eff_simt[mask] if prec in ("fp32", "fp64") else eff[mask])
+                if kind == "attention":
+                    # fused attention: query blocks x heads in waves, keys looped (FlashAttention-2: 128-row
+                    # blocks; the fp32 memory-efficient kernel: 64)
+                    rows = 64.0 if prec in ("fp32", "fp64") else 128.0
+                    rate[mask] = peak * factor * head_dim_use(a["k"][mask], prec) * attention_efficiency(
+                        a["m"][mask], a["n"][mask], a["b"][mask], perf.compute_units, rows)
                 precision[mask] = prec
     return rate, precision
+
+
+def head_dim_use(head_dim: np.ndarray, precision: str) -> np.ndarray:
+    """Fraction of a fused attention kernel's work that is the real head dimension: kernels are compiled for
+    a few head dims and run the next one up. FlashAttention (fp16/bf16): multiples of 32 up to 256 (a head dim
+    of 40 runs the 64 kernel); PyTorch's memory-efficient kernel (fp32): 64, 128, then any. H200 sweep
+    (benchmarks/results/h200_sweep.json): fp32 attention with head dim 36, 40 and 64 at batch 32 all take
+    80 us; 32 takes 70."""
+    d = np.maximum(np.asarray(head_dim, dtype=np.float64), 1.0)
+    if precision in ("fp32", "fp64", "tf32"):
+        tier = np.where(d <= 64, 64.0, np.where(d <= 128, 128.0, d))
+    else:
+        tier = np.where(d <= 256, np.ceil(d / 32.0) * 32.0, d)
+    return d / tier
 
 
 def _gemm_sample_correction(a, perf: DevicePerf, precision, compute, memory, tf32_matmul):
@@ -259,8 +278,11 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     a = _arrays(workload)
     rate, precision = _rate_per_op(a, perf, tf32_matmul)
     bw_factor = np.array([D.KIND_BANDWIDTH_FACTOR.get(k, 0.8) for k in OP_KINDS])[a["kind"]]
-    for name, factor in D.NORM_BANDWIDTH_FACTOR.items():
-        bw_factor = np.where(a["name"] == name, factor, bw_factor)
+    half = np.isin(a["dtype"], ("fp16", "bf16"))
+    for kind, (f16, f32) in D.KIND_BANDWIDTH_FACTOR_BY_WIDTH.items():
+        bw_factor = np.where(a["kind"] == OP_KINDS.index(kind), np.where(half, f16, f32), bw_factor)
+    for name, (f16, f32) in D.NORM_BANDWIDTH_FACTOR.items():
+        bw_factor = np.where(a["name"] == name, np.where(half, f16, f32), bw_factor)
     bw_factor = np.where(_depthwise(a), D.DEPTHWISE_BANDWIDTH_FACTOR, bw_factor)
     strided_factor = np.array([D.STRIDED_KIND_BANDWIDTH_FACTOR.get(k, D.KIND_BANDWIDTH_FACTOR.get(k, 0.8)
                                                                    * D.STRIDED_BANDWIDTH_FACTOR)
@@ -271,10 +293,13 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     if perf.gemm_samples:
         compute, memory = _gemm_sample_correction(a, perf, precision, compute, memory, tf32_matmul)
     kind_floor = np.array([perf.kind_floor_s.get(k, perf.kind_floor_s["other"]) for k in OP_KINDS])[a["kind"]]
+    # a pointwise (1x1) convolution runs as a plain GEMM: no layout conversion, the GEMM's floor
+    pointwise = (a["kind"] == OP_KINDS.index("conv")) & (a["window"] == 1)
+    kind_floor = np.where(pointwise, perf.kind_floor_s["matmul"], kind_floor)
     kind_floor = np.where(_depthwise(a), perf.kind_floor_s["depthwise"], kind_floor)
     floor = np.where(a["kernels"] >= 1, kind_floor + np.maximum(a["kernels"] - 1, 0) * perf.kernel_floor_s, 0.0)
-    overhead = a["kernels"] * perf.kernel_gap_s
     work = np.maximum(compute, memory)
+    overhead = a["kernels"] * perf.kernel_gap_s
     device = work + floor + overhead
     bound_idx = np.where(floor > work, 2, np.where(compute >= memory, 0, 1))
 
@@ -285,6 +310,7 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
         k = a["kernels"]
         host = np.where(k >= 1, perf.eager_op_s + np.maximum(k - 1, 0) * perf.eager_extra_kernel_s,
                         perf.eager_no_kernel_op_s)
+        host = np.where(a["internal"], k * perf.eager_extra_kernel_s, host)
         issue = np.cumsum(host)                    # when the host has launched op j
         suffix = np.cumsum(device[::-1])[::-1]     # device work from op j to the end
         host_total = float(issue[-1]) if issue.size else 0.0
