@@ -206,7 +206,7 @@ def test_tinyllama_prefill_operations(counted):
     sdpa = [op for op in w["ops"] if op["name"] == SDPA]
     # After repeat_kv every SDPA sees 32 heads for K and V as well as Q: (batch x 32) of 256 x 256 x 64.
     assert len(sdpa) == 22 and all(op["gemm"] == {"m": SEQ, "n": SEQ, "k": 64, "batch": BATCH * 32,
-                                                  "window": 1}
+                                                  "window": 1, "spatial_dims": 0}
                                    for op in sdpa)
     assert sum(op["name"] == "aten.mm" for op in w["ops"]) == 22 * 7 + 1
     assert sum(op["name"] == "aten.clone" for op in w["ops"]) == 2 * 22                 # K and V repeated

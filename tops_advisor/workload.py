@@ -30,7 +30,8 @@ class GemmShape:
     """The matrix product an operator runs: ``batch`` independent (m x k) @ (k x n) products.
 
     Convolutions report their implicit GEMM (m = N*H_out*W_out, n = C_out/groups, k = C_in/groups*kh*kw,
-    batch = groups) and their ``window`` (kh*kw: 1 for a pointwise convolution, which runs as a plain GEMM);
+    batch = groups), their ``window`` (kh*kw: 1 for a pointwise convolution, which runs as a plain GEMM) and
+    ``spatial_dims`` (1-D convolutions run other kernels than 2-D ones);
     attention reports its larger product (m = query length, n = key length, k = head dim,
     batch = batch*heads).
     """
@@ -40,6 +41,7 @@ class GemmShape:
     k: int
     batch: int = 1
     window: int = field(default=1, compare=False)
+    spatial_dims: int = field(default=0, compare=False)   # convolutions: 1, 2 or 3 (0: not a convolution)
 
 
 @dataclass(frozen=True)

@@ -200,7 +200,7 @@ def convolution(c: OpCall) -> Cost:
         n, k = w.shape[1] * kernel, w.shape[0] // groups
     # In eager PyTorch the bias is a separate broadcast add after the cuDNN convolution.
     return Cost("conv", 2.0 * m * n * k * groups, kernels=2 if bias is not None else 1,
-                gemm=GemmShape(m, n, k, groups, window=kernel))
+                gemm=GemmShape(m, n, k, groups, window=kernel, spatial_dims=len(w.shape) - 2))
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -155,6 +155,7 @@ def _arrays(w: Workload) -> dict:
         "k": np.array([o.gemm.k if o.gemm else 0 for o in ops], dtype=np.float64),
         "b": np.array([o.gemm.batch if o.gemm else 0 for o in ops], dtype=np.float64),
         "window": np.array([o.gemm.window if o.gemm else 1 for o in ops], dtype=np.float64),
+        "spatial": np.array([o.gemm.spatial_dims if o.gemm else 0 for o in ops], dtype=np.float64),
     }
     _ARRAYS[id(w)] = (weakref.ref(w), a)
     if len(_ARRAYS) > 256:
@@ -183,6 +184,8 @@ def _rate_per_op(a: dict, perf: DevicePerf, tf32_matmul: bool) -> tuple[np.ndarr
     if depthwise.any():
         # direct depthwise kernels are slow per operation: a 7x7 window costs 5.4x a 3x3 one
         dw_factor = np.where(a["dtype"] == "fp32", D.DEPTHWISE_VECTOR_FACTOR_FP32, D.DEPTHWISE_VECTOR_FACTOR)
+        dw_factor = np.where(a["spatial"] == 1, np.where(a["dtype"] == "fp32", D.DEPTHWISE_1D_VECTOR_FACTOR_FP32,
+                                                         D.DEPTHWISE_1D_VECTOR_FACTOR), dw_factor)
         rate = np.where(depthwise, perf.vector_ops_per_s * dw_factor, rate)
     if tensor_mask.any():
         split = np.array([D.MAX_SPLIT_K.get(k, 1.0) for k in OP_KINDS])[kinds]
@@ -207,6 +210,10 @@ def _rate_per_op(a: dict, perf: DevicePerf, tf32_matmul: bool) -> tuple[np.ndarr
                 if kind == "conv" and prec == "tf32":
                     factor = D.CONV_TF32_FACTOR.value
                 rate[mask] = peak * factor * (eff_simt[mask] if prec in ("fp32", "fp64") else eff[mask])
+                if kind == "conv" and D.POINTWISE_CONV_AS_GEMM:
+                    # a pointwise convolution is a plain GEMM over the channels: GEMM kernels, GEMM's rate
+                    pw = mask & (a["window"] == 1)
+                    rate[pw] = peak * (eff_simt[pw] if prec in ("fp32", "fp64") else eff[pw])
                 if kind == "attention":
                     # fused attention: query blocks x heads in waves, keys looped (FlashAttention-2: 128-row
                     # blocks; the fp32 memory-efficient kernel: 64)
