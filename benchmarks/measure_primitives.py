@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tops_advisor.validate.measure import capture_graph
+
 
 class Fn(nn.Module):
     def __init__(self, fn):
@@ -78,16 +80,7 @@ def primitives():
 
 def time_graph(mod, inputs, calls: int = 20, replays: int = 15) -> float:
     with torch.inference_mode():
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                mod(*inputs)
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(calls):
-                mod(*inputs)
+        g = capture_graph(lambda: mod(*inputs), calls=calls)
         for _ in range(3):
             g.replay()
         times = []

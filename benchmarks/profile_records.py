@@ -34,7 +34,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from tops_advisor.counting import load_model_file
 from tops_advisor.counting.counter import _fused_sdpa_possible
-from tops_advisor.validate.measure import DTYPES, cast_inputs, environment, is_oom, time_fn
+from tops_advisor.validate.measure import DTYPES, capture_graph, cast_inputs, environment, is_oom, time_fn
 
 PREFIX = "ta#"
 _FUSED = {F.scaled_dot_product_attention: "aten.scaled_dot_product_attention", F.rms_norm: "aten.rms_norm",
@@ -180,14 +180,7 @@ def main() -> int:
                     with torch.inference_mode():
                         t = time_fn(lambda m=model, x=inputs: m(*x), args.repeats, 3)
                         run["eager_s"] = statistics.median(t)
-                        s = torch.cuda.Stream()
-                        s.wait_stream(torch.cuda.current_stream())
-                        with torch.cuda.stream(s):
-                            model(*inputs)
-                        torch.cuda.current_stream().wait_stream(s)
-                        graph = torch.cuda.CUDAGraph()
-                        with torch.cuda.graph(graph):
-                            model(*inputs)
+                        graph = capture_graph(lambda m=model, x=inputs: m(*x), warmup=1)
                         run["graph_s"] = statistics.median(time_fn(graph.replay, args.repeats, 3))
                         del graph
                     run["ops"], run["kernels_us"] = profile_forward(model, inputs, args.iters, names)

@@ -126,6 +126,22 @@ def time_fn(fn: Callable[[], object], repeats: int, warmup: int, device: str = "
     return times
 
 
+def capture_graph(fn: Callable[[], object], calls: int = 1, warmup: int = 3):
+    """A CUDA graph of ``calls`` calls of ``fn``, captured after ``warmup`` calls on a side stream (so that
+    lazy initialisation, cuDNN/cuBLAS heuristics and allocations happen outside the capture)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    return graph
+
+
 def is_oom(exc: BaseException) -> bool:
     oom = getattr(torch.cuda, "OutOfMemoryError", ())
     return (bool(oom) and isinstance(exc, oom)) or "out of memory" in str(exc).lower()
@@ -149,16 +165,7 @@ def measure_one(model_file, batch: int, dtype: str, *, repeats: int = 30, warmup
                 t = time_fn(lambda: model(*inputs), repeats, warmup, device)
                 out.eager_s, out.eager_spread_s = statistics.median(t), (min(t), max(t))
             if "graph" in modes and device == "cuda":
-                # capture one forward on a side stream after warm-up, then replay
-                s = torch.cuda.Stream()
-                s.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(s):
-                    for _ in range(3):
-                        model(*inputs)
-                torch.cuda.current_stream().wait_stream(s)
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    model(*inputs)
+                graph = capture_graph(lambda: model(*inputs))
                 t = time_fn(graph.replay, repeats, warmup, device)
                 out.graph_s, out.graph_spread_s = statistics.median(t), (min(t), max(t))
                 del graph
