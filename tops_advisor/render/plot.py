@@ -36,9 +36,12 @@ def roofline_plot(pred: Prediction, perf: DevicePerf, path: str | Path) -> Path:
 
     path = check_plot_path(path)
     hw = perf.hardware
-    ops = [o for o in pred.ops if o.latency_s > 0 and o.bytes > 0]
+    timed = [o for o in pred.ops if o.latency_s > 0 and o.bytes > 0]
+    # operators with no arithmetic (copies, pads, layout changes) have no place on the intensity axis
+    ops = [o for o in timed if o.flops > 0]
+    data_only = [o for o in timed if o.flops <= 0]
     fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
-    intens = np.array([o.flops / o.bytes if o.flops else 1e-2 for o in ops])
+    intens = np.array([o.flops / o.bytes for o in ops])
     lo = max(min(intens.min() if len(intens) else 0.1, 0.1) / 2, 1e-2)
     x = np.logspace(np.log10(lo), 4, 200)
     bw = perf.bandwidth_bytes_per_s
@@ -54,12 +57,15 @@ def roofline_plot(pred: Prediction, perf: DevicePerf, path: str | Path) -> Path:
             ax.axhline(hw.peak_ops_per_s(p) / 1e12, color="k", lw=0.8, ls="--",
                        label=f"{p} datasheet {hw.dense_tops[p]:g} TOPS")
     ax.plot(x, bw * x / 1e12, color="k", lw=0.5, alpha=0.4)
-    times = np.array([o.latency_s for o in ops])
-    sizes = 20 + 400 * times / times.max() if len(times) else []
+    times = np.array([o.latency_s for o in timed])
+    sizes = 20 + 400 * np.array([o.latency_s for o in ops]) / times.max() if len(ops) else []
     ax.scatter(intens, [o.attainable_ops_per_s / 1e12 + 1e-6 for o in ops], s=sizes,
                c=[_COLORS[o.bound] for o in ops], alpha=0.5, edgecolors="none")
     for bound, color in _COLORS.items():
         ax.scatter([], [], c=color, label=f"operators bound by {bound}")
+    if data_only:
+        ax.scatter([], [], c="none", label=f"not drawn: {len(data_only)} data-movement operators (no arithmetic), "
+                                           f"{sum(o.latency_s for o in data_only) * 1e6:.0f} us")
     model_i = pred.flops / pred.bytes if pred.bytes else 1.0
     ax.scatter([model_i], [pred.attainable_ops_per_s / 1e12], marker="*", s=350, c="gold",
                edgecolors="k", zorder=5, label=f"whole model: {pred.attainable_ops_per_s / 1e12:.1f} TOPS")
