@@ -137,7 +137,8 @@ class DiT(nn.Module):
 
     def forward(self, x: torch.Tensor, t: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         x = self.x_embedder(x).flatten(2).transpose(1, 2) + self.pos_embed              # (b, 256, 384)
-        c = self.t_embedder(timestep_embedding(t)) + self.y_embedder(y)
+        # the frequency embedding is computed in fp32 and cast to the model's dtype (as DiT's TimestepEmbedder)
+        c = self.t_embedder(timestep_embedding(t).to(x.dtype)) + self.y_embedder(y)
         for block in self.blocks:
             x = block(x, c)
         return self.unpatchify(self.final_layer(x, c))
