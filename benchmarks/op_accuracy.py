@@ -50,11 +50,15 @@ def op_class(op) -> str:
     return op.kind
 
 
+# Operators the GPU dispatches under another name than the meta-device count records.
+GPU_NAMES = {"aten.cudnn_batch_norm": "aten.native_batch_norm"}
+
+
 def aligned(run: dict, workload) -> list[tuple[int, float, int]]:
     """(counted op index, measured us, measured kernels) for every call matched by name, in order."""
     measured = [o for o in run["ops"] if o[0] not in ZERO_COST]
     counted = [o.name for o in workload.ops]
-    sm = difflib.SequenceMatcher(a=[o[0] for o in measured], b=counted, autojunk=False)
+    sm = difflib.SequenceMatcher(a=[GPU_NAMES.get(o[0], o[0]) for o in measured], b=counted, autojunk=False)
     out = []
     for block in sm.get_matching_blocks():
         for j in range(block.size):

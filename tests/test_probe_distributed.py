@@ -175,7 +175,8 @@ def test_gloo_two_processes_end_to_end(clean_env):
     for s in links.all_gather:   # n = 2: busbw = algbw x 1 / 2
         assert s.busbw_gb_s == pytest.approx(s.algbw_gb_s / 2)
     assert links.all_reduce_busbw_gb_s == max(s.busbw_gb_s for s in links.all_reduce)
-    assert links.all_reduce_latency_us == links.small_all_reduce[0].time_us
+    # the latency is the floor over the small messages (on a loaded CPU the 1 KiB one can beat the 8 B one)
+    assert links.all_reduce_latency_us == min(s.time_us for s in links.small_all_reduce)
     assert links.p2p == () and any("GPU-only" in n for n in links.notes)
     # every child saw the switches, and the user's NCCL_NVLS_ENABLE=1 was overridden with a note
     assert r.child_env == {0: SAFE_ENV, 1: SAFE_ENV}

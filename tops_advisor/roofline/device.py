@@ -55,7 +55,7 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
     bw_default = D.BANDWIDTH_FRACTION[_memory_family(hw.memory_type)]
     bandwidth = hw.memory_bandwidth_bytes_per_s * bw_default.value
     floor_s, gap_s, eager_s = D.KERNEL_FLOOR_S.value, D.KERNEL_GAP_S.value, D.EAGER_OP_S.value
-    kind_floor = {**D.KIND_FLOOR_S, "depthwise": D.DEPTHWISE_FLOOR_S}
+    kind_floor = {**D.KIND_FLOOR_S, "depthwise": D.DEPTHWISE_FLOOR_S, "batch_norm_fp32": D.BATCH_NORM_FP32_FLOOR_S}
     calibrated = calibration is not None
     if calibration is not None:
         ratios = [calibration.measured_tops[p] / hw.dense_tops[p]

@@ -304,6 +304,8 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     pointwise = (a["kind"] == OP_KINDS.index("conv")) & (a["window"] == 1)
     kind_floor = np.where(pointwise, perf.kind_floor_s["matmul"], kind_floor)
     kind_floor = np.where(_depthwise(a), perf.kind_floor_s["depthwise"], kind_floor)
+    kind_floor = np.where((a["name"] == "aten.native_batch_norm") & (a["dtype"] == "fp32"),
+                          perf.kind_floor_s["batch_norm_fp32"], kind_floor)
     floor = np.where(a["kernels"] >= 1, kind_floor + np.maximum(a["kernels"] - 1, 0) * perf.kernel_floor_s, 0.0)
     work = np.maximum(compute, memory)
     overhead = a["kernels"] * perf.kernel_gap_s
