@@ -256,3 +256,11 @@ def test_pointwise_convolution_runs_at_the_gemm_rate():
     # same GEMM shape: a 3x3 convolution runs at 0.40 of it (cuDNN implicit GEMM), a 1x1 at the GEMM's rate
     # (no split-K for convolutions either way, so the shape efficiency is the same)
     assert conv(9) / conv(1) == pytest.approx(1 / 0.40)
+
+
+def test_functional_workloads_pay_less_host_time_per_operator():
+    # 10 tiny operators: from nn.Module model files 29 us each, from plain functions (the LLM builder) 20.5 us
+    ops = tuple(OpRecord(f"op{i}", "elementwise", "", 10, 100, 100, 0, "fp16", 1) for i in range(10))
+    modules = predict(Workload("m", 1, "fp16", ops), HW, mode="eager").host_time_s
+    functional = predict(Workload("f", 1, "fp16", ops, functional=True), HW, mode="eager").host_time_s
+    assert modules == pytest.approx(10 * 29e-6) and functional == pytest.approx(10 * 20.5e-6)

@@ -87,6 +87,8 @@ class Workload:
     unsupported_ops: dict[str, int] = field(default_factory=dict)  # operator -> calls counted as zero
     source: str = ""                  # the model file or LLM config it came from
     notes: tuple[str, ...] = ()
+    functional: bool = False          # issued from plain functions (an LLM built analytically), not from
+                                      # nn.Module calls: less host time per operator in eager mode
 
     @property
     def flops(self) -> float:

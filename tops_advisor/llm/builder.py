@@ -329,5 +329,5 @@ def build_workload(cfg: LLMConfig, *, phase: str = "decode", batch: int = 1, con
         params=round(cfg.params / tp), param_bytes=weight_bytes(cfg, p, tp),
         input_bytes=float(b.t * TOKEN_ID_BYTES),
         activation_peak_bytes=activation_bytes(cfg, p, batch, b.q_len, tp),
-        source=cfg.source, notes=tuple(notes),
+        source=cfg.source, notes=tuple(notes), functional=True,
     )

@@ -71,6 +71,10 @@ EAGER_OP_S = Default(29e-6, "H200 machine (16-core VM host): eager forwards at b
                              "h200_models.json and h200_blind*.json) cost 20-49 us per operator (10th-90th "
                              "percentile), median 29, nn.Module calls and views included; the same model varies "
                              "up to 1.9x between runs on this shared host")
+# Operators issued from plain functions, without an nn.Module call around each (the analytic LLM decoder, as
+# benchmarks/llm_measure.py runs it): LLaMA-3-8B-shaped eager decode steps cost 26-28 ms for 1,297 operators on
+# the same host, 20.5 us each (benchmarks/results/llm_h200.json).
+EAGER_FUNCTIONAL_OP_S = Default(20.5e-6, "H200 machine: eager LLM decode, 26.5 ms / 1,297 operators")
 EAGER_EXTRA_KERNEL_S = Default(3e-6, "assumed: a plain cudaLaunchKernel costs ~2-4 us of host time")
 EAGER_NO_KERNEL_OP_S = Default(2e-6, "assumed: a view or metadata op costs host time but no kernel")
 

@@ -317,7 +317,10 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     latency = device_total
     if mode == "eager":
         k = a["kernels"]
-        host = np.where(k >= 1, perf.eager_op_s + np.maximum(k - 1, 0) * perf.eager_extra_kernel_s,
+        op_s = perf.eager_op_s
+        if workload.functional:  # no nn.Module call around each operator (same calibration scaling)
+            op_s *= D.EAGER_FUNCTIONAL_OP_S.value / D.EAGER_OP_S.value
+        host = np.where(k >= 1, op_s + np.maximum(k - 1, 0) * perf.eager_extra_kernel_s,
                         perf.eager_no_kernel_op_s)
         host = np.where(a["internal"], k * perf.eager_extra_kernel_s, host)
         issue = np.cumsum(host)                    # when the host has launched op j
