@@ -35,3 +35,12 @@ def count_strict(names, batch: int) -> dict[str, dict]:
 def ops_by_kind(workload: dict, batch: int, kinds=("conv", "matmul", "attention")) -> dict[str, float]:
     """Operations per item of each matrix kind."""
     return {kind: sum(op["flops"] for op in workload["ops"] if op["kind"] == kind) / batch for kind in kinds}
+
+
+def check_strict_count(workload: dict, params: int, batch: int) -> None:
+    """What every blind example's fp32 count must show: no unsupported operator, the requested batch, some work,
+    and 4 bytes per parameter."""
+    assert workload["unsupported_ops"] == {}
+    assert workload["batch"] == batch and workload["dtype"] == "fp32"
+    assert workload["flops"] > 0 and workload["bytes"] > 0
+    assert workload["param_bytes"] == 4 * params

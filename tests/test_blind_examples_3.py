@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from tests.blind_support import count_strict, load_example, ops_by_kind
+from tests.blind_support import check_strict_count, count_strict, load_example, ops_by_kind
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = ("densenet121", "mlp_mixer_b16", "t5_small_encoder")
@@ -90,10 +90,7 @@ def test_parameter_counts_match_published(counted, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_counts_strictly_with_no_unsupported_operator(counted, name):
-    w = counted[name]
-    assert w["unsupported_ops"] == {}
-    assert w["batch"] == BATCH and w["dtype"] == "fp32" and w["flops"] > 0 and w["bytes"] > 0
-    assert w["param_bytes"] == 4 * PARAMS[name]
+    check_strict_count(counted[name], PARAMS[name], BATCH)
 
 
 def test_densenet121_is_2_87_gmacs(counted):

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from tests.blind_support import count_strict, load_example, ops_by_kind
+from tests.blind_support import check_strict_count, count_strict, load_example, ops_by_kind
 
 NAMES = ("mobilenetv3_large", "resnet50_fpn", "bart_base", "dit_s2")
 BATCH = 2
@@ -189,10 +189,7 @@ def test_parameter_counts(counted, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_counts_strictly_with_no_unsupported_operator(counted, name):
-    w = counted[name]
-    assert w["unsupported_ops"] == {}
-    assert w["batch"] == BATCH and w["dtype"] == "fp32" and w["flops"] > 0 and w["bytes"] > 0
-    assert w["param_bytes"] == 4 * PARAMS[name]
+    check_strict_count(counted[name], PARAMS[name], BATCH)
 
 
 def test_mobilenetv3_large_is_0_22_gmacs(counted):
