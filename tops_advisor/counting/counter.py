@@ -221,14 +221,11 @@ class _State:
         strided = cost.kind in _STRIDE_SENSITIVE_KINDS and any(
             _strided(t) for t in in_tensors if id(t) not in self.param_ids)
         module = self.stack[-1] if self.stack else ""
-        bias = args[2] if name in _CONVOLUTIONS and len(args) > 2 else None
-        kernels = cost.kernels - 1 if isinstance(bias, torch.Tensor) else cost.kernels
         self.records.append(OpRecord(
-            name=name, kind=cost.kind, module=module, flops=float(cost.flops),
-            bytes_read=float(read - (infos[id(bias)].nbytes if isinstance(bias, torch.Tensor) else 0.0)),
-            bytes_written=float(written),
-            param_bytes=float(params - (infos[id(bias)].nbytes if isinstance(bias, torch.Tensor) else 0.0)),
-            dtype=dtype, kernels=kernels, gemm=cost.gemm, strided=strided))
+            name=name, kind=cost.kind, module=module, flops=float(cost.flops), bytes_read=float(read),
+            bytes_written=float(written), param_bytes=float(params), dtype=dtype, kernels=cost.kernels,
+            gemm=cost.gemm, strided=strided))
+        bias = args[2] if name in _CONVOLUTIONS and len(args) > 2 else None
         if isinstance(bias, torch.Tensor) and out_tensors:
             # PyTorch adds a convolution's bias after cuDNN, in a broadcast add over the whole output: one more
             # pass over it, in the non-vectorised elementwise kernel (H200 sweep: conv1d 144->288 at batch 32,

@@ -186,7 +186,7 @@ def addmv(c: OpCall) -> Cost:
 # output_padding, groups). Reported as its implicit GEMM.
 @register("aten.convolution", "aten._convolution")
 def convolution(c: OpCall) -> Cost:
-    x, w, bias = c.args[0], c.args[1], c.args[2]
+    x, w = c.args[0], c.args[1]
     transposed, groups = bool(c.arg(6, "transposed", False)), int(c.arg(8, "groups", 1))
     batch = x.shape[0] if len(x.shape) == len(w.shape) else 1
     kernel = math.prod(w.shape[2:])
@@ -198,8 +198,10 @@ def convolution(c: OpCall) -> Cost:
         # weight[C_in, C_out/groups, *K]: each input element scatters into C_out/groups * kernel outputs.
         m = batch * math.prod(x.shape[-(len(w.shape) - 2):])
         n, k = w.shape[1] * kernel, w.shape[0] // groups
-    # In eager PyTorch the bias is a separate broadcast add after the cuDNN convolution.
-    return Cost("conv", 2.0 * m * n * k * groups, kernels=2 if bias is not None else 1,
+    # The convolution alone: PyTorch adds the bias afterwards in a broadcast add over the output, which the
+    # counter records as an operator of its own (counter._State.record).
+    return Cost("conv", 2.0 * m * n * k * groups, bytes_read=x.nbytes + w.nbytes,
+                param_bytes=sum(t.nbytes for t in (x, w) if t.is_param),
                 gemm=GemmShape(m, n, k, groups, window=kernel, spatial_dims=len(w.shape) - 2))
 
 
