@@ -117,8 +117,7 @@ DEPTHWISE_1D_VECTOR_FACTOR = 0.28
 DEPTHWISE_1D_VECTOR_FACTOR_FP32 = 0.075
 # Pointwise (1x1) convolutions are GEMMs over the channels and run GEMM kernels (the sweep's 1x1 convolutions
 # ran cuBLAS/CUTLASS GEMM kernels: 256->256 over 800 positions at batch 32 in 11.4 us fp16, where the
-# convolution factor predicted 22.8): they take the GEMM rate, not the convolution factor.
-POINTWISE_CONV_AS_GEMM = True
+# convolution factor predicted 22.8): they take the GEMM rate, not the convolution factor (roofline/predict.py).
 # TF32 convolutions reach a larger share of their (lower) peak than fp16 NCHW ones, which pay for layout
 # conversions: H200 primitives, 3x3 convs at batch 32: TF32 23-46% of the TF32 peak, fp16 19-32% of fp16's.
 CONV_TF32_FACTOR = Default(0.55, "H200 primitives: TF32 3x3 convolutions 92-180 TFLOPS of 395 attainable")

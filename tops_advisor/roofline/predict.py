@@ -210,7 +210,7 @@ def _rate_per_op(a: dict, perf: DevicePerf, tf32_matmul: bool) -> tuple[np.ndarr
                 if kind == "conv" and prec == "tf32":
                     factor = D.CONV_TF32_FACTOR.value
                 rate[mask] = peak * factor * (eff_simt[mask] if prec in ("fp32", "fp64") else eff[mask])
-                if kind == "conv" and D.POINTWISE_CONV_AS_GEMM:
+                if kind == "conv":
                     # a pointwise convolution is a plain GEMM over the channels: GEMM kernels, GEMM's rate
                     pw = mask & (a["window"] == 1)
                     rate[pw] = peak * (eff_simt[pw] if prec in ("fp32", "fp64") else eff[pw])
