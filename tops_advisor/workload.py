@@ -61,6 +61,8 @@ class OpRecord:
     strided: bool = False     # reads an activation through a permuted/transposed view (uncoalesced traffic)
     internal: bool = False    # kernels launched inside another operator's call (a convolution's bias add):
                               # no host dispatch cost of its own in eager mode, only the extra launches
+    family: str = ""          # a finer kind where kernels of one kind differ (norms: "batch_norm",
+                              # "layer_norm", "group_norm"); "" when the kind says enough
 
     @property
     def bytes(self) -> float:

@@ -224,7 +224,7 @@ class _State:
         self.records.append(OpRecord(
             name=name, kind=cost.kind, module=module, flops=float(cost.flops), bytes_read=float(read),
             bytes_written=float(written), param_bytes=float(params), dtype=dtype, kernels=cost.kernels,
-            gemm=cost.gemm, strided=strided))
+            gemm=cost.gemm, strided=strided, family=OP_FAMILY.get(name, "")))
         bias = args[2] if name in _CONVOLUTIONS and len(args) > 2 else None
         if isinstance(bias, torch.Tensor) and out_tensors:
             # PyTorch adds a convolution's bias after cuDNN, in a broadcast add over the whole output: one more
@@ -239,6 +239,12 @@ class _State:
 
 
 _CONVOLUTIONS = ("aten.convolution", "aten._convolution")
+
+# Operators whose kernels differ within their kind (OpRecord.family): the roofline reads the family, never
+# an ATen name.
+OP_FAMILY = {"aten.native_batch_norm": "batch_norm", "aten.native_layer_norm": "layer_norm",
+             "aten.layer_norm": "layer_norm", "aten.native_group_norm": "group_norm",
+             "aten.group_norm": "group_norm"}
 
 # Memory-bound kinds whose kernels slow down when an input is a permuted or transposed view.
 _STRIDE_SENSITIVE_KINDS = ("elementwise", "norm", "softmax", "reduction", "copy")
