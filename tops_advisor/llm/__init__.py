@@ -7,7 +7,8 @@ Built analytically (no tracing, no torch, no download): ``load_config`` reads a 
 
 from .analysis import LLMAnalysis, LLMPlan, analyze_llm, plan_llm
 from .builder import build_workload
-from .config import LLMConfig, config_from_dict, load_config
+from .config import LLMConfig, config_from_dict
+from .load import load_config
 from .memory import MemoryBreakdown, kv_bytes_per_token, memory_breakdown, weight_bytes
 from .precision import Precision, make_precision
 from .presets import PRESETS

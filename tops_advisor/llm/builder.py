@@ -30,18 +30,14 @@ import math
 
 from ..errors import InputError, LLMConfigError
 from ..workload import GemmShape, OpRecord, Workload
-from .config import LLMConfig
+from .config import LLMConfig, attended_tokens
+from .memory import activation_bytes, weight_bytes
 from .parallel import RankShape, rank_shape
 from .precision import Precision, make_precision
 
 PHASES = ("prefill", "decode")
 KERNEL_LAYOUTS = ("torch", "fused")
 TOKEN_ID_BYTES = 8  # int64 token ids
-
-
-def attended_tokens(cfg: LLMConfig, tokens: int) -> int:
-    """Tokens one query attends over (and the cache keeps): all of them, or the sliding window."""
-    return min(tokens, cfg.sliding_window) if cfg.sliding_window else tokens
 
 
 def expected_experts_touched(cfg: LLMConfig, tokens: int) -> float:
@@ -312,7 +308,6 @@ def build_workload(cfg: LLMConfig, *, phase: str = "decode", batch: int = 1, con
     for i in range(cfg.num_layers):
         b.layer(i)
     b.head()
-    from .memory import activation_bytes, weight_bytes
 
     notes = [p.describe()]
     if p.weight_only:

@@ -7,9 +7,7 @@ every bad input raises ``LLMConfigError`` with one line that names what is wrong
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from ..errors import LLMConfigError
 
@@ -124,6 +122,11 @@ class LLMConfig:
         return d
 
 
+def attended_tokens(cfg: LLMConfig, tokens: int) -> int:
+    """Tokens one query attends over (and the cache keeps): all of them, or the sliding window."""
+    return min(tokens, cfg.sliding_window) if cfg.sliding_window else tokens
+
+
 # --- parsing ---------------------------------------------------------------------------------------------
 def _first(raw: dict, field: str):
     for key in _KEYS[field]:
@@ -216,37 +219,3 @@ def config_from_dict(raw: dict, name: str = "model", source: str = "") -> LLMCon
         attention_bias=bias, mlp_bias=mlp_bias, fused_qkv=gpt_style, sliding_window=window,
         source=source or name,
     )
-
-
-def load_config_file(path: Path | str) -> LLMConfig:
-    path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LLMConfigError(f"config file {path} does not exist") from None
-    except IsADirectoryError:
-        raw_path = path / "config.json"
-        if raw_path.is_file():
-            return load_config_file(raw_path)
-        raise LLMConfigError(f"{path} is a directory without a config.json") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LLMConfigError(f"config file {path} cannot be read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise LLMConfigError(f"config file {path} is not valid JSON: {exc}") from None
-    name = path.parent.name if path.name == "config.json" else path.stem
-    return config_from_dict(raw, name=name, source=str(path))
-
-
-def load_config(spec: str | Path) -> LLMConfig:
-    """A preset name ('llama3-8b') or the path of a config.json (or of a directory holding one)."""
-    from .presets import PRESETS, preset_config
-
-    text = str(spec)
-    path = Path(text)
-    if path.exists():
-        return load_config_file(path)
-    if text.lower() in PRESETS:
-        return preset_config(text)
-    if text.endswith(".json") or "/" in text or "\\" in text:
-        raise LLMConfigError(f"config file {text} does not exist")
-    return preset_config(text)  # raises with the closest preset names

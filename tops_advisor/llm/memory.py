@@ -21,8 +21,7 @@ from dataclasses import asdict, dataclass
 
 from ..catalog import Hardware
 from ..roofline.defaults import RUNTIME_MEMORY_BYTES
-from .builder import attended_tokens
-from .config import LLMConfig
+from .config import LLMConfig, attended_tokens
 from .parallel import MAX_TP, rank_shape, valid_tp_degrees
 from .precision import Precision
 

@@ -1,0 +1,46 @@
+"""Where an ``LLMConfig`` comes from: a preset name, or a Hugging Face style ``config.json`` on disk.
+
+Above both ``config.py`` (the shape and its parser) and ``presets.py`` (published configs), so neither imports
+the other's caller.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import LLMConfigError
+from .config import LLMConfig, config_from_dict
+from .presets import PRESETS, preset_config
+
+
+def load_config_file(path: Path | str) -> LLMConfig:
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LLMConfigError(f"config file {path} does not exist") from None
+    except IsADirectoryError:
+        raw_path = path / "config.json"
+        if raw_path.is_file():
+            return load_config_file(raw_path)
+        raise LLMConfigError(f"{path} is a directory without a config.json") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LLMConfigError(f"config file {path} cannot be read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise LLMConfigError(f"config file {path} is not valid JSON: {exc}") from None
+    name = path.parent.name if path.name == "config.json" else path.stem
+    return config_from_dict(raw, name=name, source=str(path))
+
+
+def load_config(spec: str | Path) -> LLMConfig:
+    """A preset name ('llama3-8b') or the path of a config.json (or of a directory holding one)."""
+    text = str(spec)
+    path = Path(text)
+    if path.exists():
+        return load_config_file(path)
+    if text.lower() in PRESETS:
+        return preset_config(text)
+    if text.endswith(".json") or "/" in text or "\\" in text:
+        raise LLMConfigError(f"config file {text} does not exist")
+    return preset_config(text)  # raises with the closest preset names
