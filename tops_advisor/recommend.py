@@ -19,6 +19,7 @@ from .advice import advise
 from .calibration import Calibration
 from .catalog import Hardware
 from .errors import InputError, TopsAdvisorError, UnsupportedPrecisionError
+from .llm.parallel import NVLINK_NODE_GPUS
 from .roofline import Prediction, device_perf, predict
 from .units import format_seconds
 from .workload import Workload
@@ -318,7 +319,7 @@ class LLMRecommendation:
 
 def recommend_llm(cfg, devices: Iterable[Hardware], c: Constraints, *, tokens_per_s: float | None,
                   ttft_s: float | None, batch: int = 1, prompt: int | None = None, generate: int | None = None,
-                  max_devices: int = 8, calibration_of=None) -> RecommendResult:
+                  max_devices: int = NVLINK_NODE_GPUS, calibration_of=None) -> RecommendResult:
     """Rank devices (and how many of each) for an LLM: the fewest devices of a kind that fit the model and meet
     ``tokens_per_s`` (per request) and ``ttft_s``. Ranking as for models: efficiency = tokens/s per watt of
     all devices' TDP, price = tokens/s per 1000 USD of all devices."""

@@ -26,11 +26,16 @@ from ..errors import InputError, LLMConfigError, UnsupportedPrecisionError
 from .builder import KERNEL_LAYOUTS, PHASES, build_workload, check_sizes
 from .config import LLMConfig
 from .memory import MemoryBreakdown, devices_needed, max_batch, max_context, memory_breakdown
-from .parallel import Link, link_for, rank_shape, tp_comm_time_s, valid_tp_degrees
+from .parallel import MAX_TP, NVLINK_NODE_GPUS, Link, link_for, rank_shape, tp_comm_time_s, valid_tp_degrees
 from .precision import Precision, make_precision
 
+# Explicit defaults for a question that names no lengths: a 1024-token context (a common benchmark prompt
+# length), and 128 generated tokens.
 DEFAULT_CONTEXT = 1024
 DEFAULT_GENERATE = 128
+# Explicit default: the largest decode batch searched for the compute-bound crossover (powers of two, then
+# bisection), well above serving engines' decode batches (vLLM's --max-num-seqs: 256 by default in its v0.5
+# and v0.6 engine-argument docs). A step still memory-bound at 4096 sequences is reported as None.
 CROSSOVER_SEARCH_MAX_BATCH = 4096
 BOUNDS = ("compute", "memory", "overhead", "communication")
 
@@ -80,7 +85,7 @@ class LLMAnalysis:
     request_latency_s: float | None
     max_batch: int                       # at this context (0: not even one sequence fits)
     max_context: int                     # at this batch (tokens per sequence; 0: none fits)
-    devices_needed: int | None           # fewest devices that hold it (None: not within 64)
+    devices_needed: int | None           # fewest devices that hold it (None: not within MAX_TP)
     decode_compute_bound_batch: int | None  # smallest batch where a decode step is compute-bound
     gemm_ridge_batch: float | None       # decode batch where the weight GEMMs reach the datasheet ridge
     reasons: tuple[str, ...] = ()        # why it cannot run as asked
@@ -225,12 +230,45 @@ def _positive(name: str, v) -> int:
     return v
 
 
-def analyze_llm(cfg: LLMConfig, hardware: Hardware, *, batch: int = 1, phase: str = "decode",
-                context: int | None = None, prompt: int | None = None, generate: int | None = None,
-                precision: Precision | None = None, tp: int = 1, mode: str = "graph", layout: str = "torch",
-                calibration=None, predictor: Predictor | None = None, find_crossover: bool = True,
-                suggest: bool = True) -> LLMAnalysis:
-    """Analyse an LLM run on ``tp`` devices of one kind. See the module docstring for the two ways to ask."""
+@dataclass(frozen=True)
+class _Lengths:
+    """The token counts one question implies (see the module docstring: a phase, or a request)."""
+
+    context: int                 # the requested pass's context
+    prompt: int | None
+    generate: int | None
+    prefill_len: int             # the prefill that is predicted (TTFT)
+    decode_ctx: int              # the context of the decode step that is predicted (time per token)
+    kv_tokens: int               # tokens the cache holds per sequence
+    q_len: int                   # new tokens per sequence in the pass whose activations must fit
+
+    @property
+    def request(self) -> bool:
+        return self.prompt is not None
+
+
+def _lengths(cfg: LLMConfig, phase: str, batch: int, context: int | None, prompt: int | None,
+             generate: int | None) -> _Lengths:
+    limit = cfg.max_position_embeddings
+    if prompt is not None or generate is not None:
+        prompt_n = _positive("prompt", prompt if prompt is not None else (context or DEFAULT_CONTEXT))
+        gen_n = _positive("generate", generate if generate is not None else DEFAULT_GENERATE)
+        if limit and prompt_n + gen_n > limit:
+            raise LLMConfigError(f"prompt {prompt_n} + generate {gen_n} = {prompt_n + gen_n} tokens exceeds "
+                                 f"{cfg.name}'s maximum of {limit} positions (max_position_embeddings)")
+        check_sizes(cfg, "prefill", batch, prompt_n)
+        decode_ctx = prompt_n + gen_n // 2
+        return _Lengths(context=prompt_n if phase == "prefill" else decode_ctx, prompt=prompt_n, generate=gen_n,
+                        prefill_len=prompt_n, decode_ctx=decode_ctx, kv_tokens=prompt_n + gen_n, q_len=prompt_n)
+    default = DEFAULT_CONTEXT if not limit else min(DEFAULT_CONTEXT, limit - 1)
+    ctx = _positive("context", context if context is not None else default)
+    check_sizes(cfg, phase, batch, ctx)
+    return _Lengths(context=ctx, prompt=None, generate=None, prefill_len=ctx,
+                    decode_ctx=ctx if not limit else min(ctx, limit - 1),
+                    kv_tokens=ctx + (1 if phase == "decode" else 0), q_len=ctx if phase == "prefill" else 1)
+
+
+def _check_options(batch: int, tp: int, phase: str, layout: str, mode: str) -> None:
     _positive("batch", batch)
     _positive("tp", tp)
     if phase not in PHASES:
@@ -239,99 +277,100 @@ def analyze_llm(cfg: LLMConfig, hardware: Hardware, *, batch: int = 1, phase: st
         raise InputError(f"unknown kernel layout {layout!r}; expected torch or fused")
     if mode not in ("graph", "eager"):
         raise InputError(f"unknown mode {mode!r}; expected graph or eager")
-    p = precision or precision_for(hardware)
-    rank_shape(cfg, tp)  # validates the split
-    predictor = predictor or roofline_predictor(hardware, calibration)
-    limit = cfg.max_position_embeddings
 
-    request = prompt is not None or generate is not None
-    if request:
-        prompt_n = _positive("prompt", prompt if prompt is not None else (context or DEFAULT_CONTEXT))
-        gen_n = _positive("generate", generate if generate is not None else DEFAULT_GENERATE)
-        if limit and prompt_n + gen_n > limit:
-            raise LLMConfigError(f"prompt {prompt_n} + generate {gen_n} = {prompt_n + gen_n} tokens exceeds "
-                                 f"{cfg.name}'s maximum of {limit} positions (max_position_embeddings)")
-        decode_ctx = prompt_n + gen_n // 2
-        ctx = prompt_n if phase == "prefill" else decode_ctx
-        prefill_len, kv_tokens = prompt_n, prompt_n + gen_n
-        check_sizes(cfg, "prefill", batch, prompt_n)
-    else:
-        prompt_n = gen_n = None
-        default = DEFAULT_CONTEXT if not limit else min(DEFAULT_CONTEXT, limit - 1)
-        ctx = _positive("context", context if context is not None else default)
-        check_sizes(cfg, phase, batch, ctx)
-        decode_ctx = ctx if not limit else min(ctx, limit - 1)
-        prefill_len = ctx
-        kv_tokens = ctx + (1 if phase == "decode" else 0)
 
-    runner = _Runner(cfg, hardware, p, tp, mode, layout, calibration, predictor)
-    notes: list[str] = []
+def _run_phases(runner: _Runner, batch: int, n: _Lengths) -> tuple[PhaseResult, PhaseResult]:
+    """The prefill and the decode step; an activation precision the device lacks says what to do instead."""
     try:
-        pre = runner.run("prefill", batch, prefill_len)
-        dec = runner.run("decode", batch, decode_ctx)
+        return runner.run("prefill", batch, n.prefill_len), runner.run("decode", batch, n.decode_ctx)
     except UnsupportedPrecisionError as exc:
         raise UnsupportedPrecisionError(
-            f"{exc} (activations {p.act})",
+            f"{exc} (activations {runner.p.act})",
             hint="use weight-only quantization (--act-dtype bf16) or a device with that peak") from None
-    requested = pre if phase == "prefill" else dec
-    request_latency = pre.latency_s + (gen_n - 1) * dec.latency_s if request else None
 
-    q_len = prefill_len if (request or phase == "prefill") else 1
-    mem = memory_breakdown(cfg, p, hardware, batch=batch, kv_tokens=kv_tokens, q_len=q_len, tp=tp)
-    mb = max_batch(cfg, p, hardware, kv_tokens=kv_tokens, prefill_len=q_len, tp=tp)
-    mc = max_context(cfg, p, hardware, batch=batch, prefill=request or phase == "prefill", tp=tp)
-    need = devices_needed(cfg, p, hardware, batch=batch, kv_tokens=kv_tokens, q_len=q_len)
-    crossover = runner.crossover_batch(decode_ctx) if find_crossover else None
-    peak = hardware.peak_ops_per_s(p.act)
-    ridge = (peak / hardware.memory_bandwidth_bytes_per_s * p.weight_bytes_per_param / 2) if peak else None
 
+def _notes(p: Precision, tp: int, hardware: Hardware, runner: _Runner, dec: PhaseResult, n: _Lengths) -> list[str]:
+    notes = []
     if p.weight_only:
         notes.append(f"weight-only {p.weight}: weights move at {p.weight_bytes_per_param:g} bytes/parameter, "
                      f"but matrix products compute at the {p.act} peak")
     if tp > 1:
         notes.append(f"tensor parallel over {tp} x {hardware.id} via {runner.link.name}: 2 ring all-reduces per "
                      f"layer ({dec.communication_s * 1e3:.3g} ms per decode step)")
-        if tp > 8:
-            notes.append(f"{tp} devices exceed one 8-GPU server: the peer link would not span them all")
-    if request:
-        notes.append(f"time per output token is the decode step at context {decode_ctx} "
+        if tp > NVLINK_NODE_GPUS:
+            notes.append(f"{tp} devices exceed one {NVLINK_NODE_GPUS}-GPU server: the peer link would not span "
+                         f"them all")
+    if n.request:
+        notes.append(f"time per output token is the decode step at context {n.decode_ctx} "
                      f"(the middle of the generation)")
+    return notes
+
+
+def _memory_reason(mem: MemoryBreakdown, hardware: Hardware) -> str:
+    g = 1e9
+    return (f"needs {mem.total_bytes / g:.1f} GB per device ({mem.weights_bytes / g:.1f} weights + "
+            f"{mem.kv_cache_bytes / g:.1f} KV cache + {mem.activation_bytes / g:.1f} activations + "
+            f"{mem.reserve_bytes / g:.0f} runtime) but {hardware.id} has {mem.capacity_bytes / g:.0f} GB")
+
+
+def analyze_llm(cfg: LLMConfig, hardware: Hardware, *, batch: int = 1, phase: str = "decode",
+                context: int | None = None, prompt: int | None = None, generate: int | None = None,
+                precision: Precision | None = None, tp: int = 1, mode: str = "graph", layout: str = "torch",
+                calibration=None, predictor: Predictor | None = None, find_crossover: bool = True,
+                suggest: bool = True) -> LLMAnalysis:
+    """Analyse an LLM run on ``tp`` devices of one kind. See the module docstring for the two ways to ask."""
+    _check_options(batch, tp, phase, layout, mode)
+    p = precision or precision_for(hardware)
+    rank_shape(cfg, tp)  # validates the split
+    n = _lengths(cfg, phase, batch, context, prompt, generate)
+    runner = _Runner(cfg, hardware, p, tp, mode, layout, calibration,
+                     predictor or roofline_predictor(hardware, calibration))
+    pre, dec = _run_phases(runner, batch, n)
+    request_latency = pre.latency_s + (n.generate - 1) * dec.latency_s if n.request else None
+
+    q_len = n.q_len
+    mem = memory_breakdown(cfg, p, hardware, batch=batch, kv_tokens=n.kv_tokens, q_len=q_len, tp=tp)
+    mb = max_batch(cfg, p, hardware, kv_tokens=n.kv_tokens, prefill_len=q_len, tp=tp)
+    mc = max_context(cfg, p, hardware, batch=batch, prefill=n.request or phase == "prefill", tp=tp)
+    need = devices_needed(cfg, p, hardware, batch=batch, kv_tokens=n.kv_tokens, q_len=q_len)
+    crossover = runner.crossover_batch(n.decode_ctx) if find_crossover else None
+    peak = hardware.peak_ops_per_s(p.act)
+    ridge = (peak / hardware.memory_bandwidth_bytes_per_s * p.weight_bytes_per_param / 2) if peak else None
 
     reasons, suggestions = [], []
     if not mem.fits:
-        g = 1e9
-        reasons.append(
-            f"needs {mem.total_bytes / g:.1f} GB per device ({mem.weights_bytes / g:.1f} weights + "
-            f"{mem.kv_cache_bytes / g:.1f} KV cache + {mem.activation_bytes / g:.1f} activations + "
-            f"{mem.reserve_bytes / g:.0f} runtime) but {hardware.id} has {mem.capacity_bytes / g:.0f} GB")
+        reasons.append(_memory_reason(mem, hardware))
         if suggest:
-            suggestions += _suggest(cfg, hardware, p, tp, batch, kv_tokens, q_len, need, mb, mc, runner, phase,
-                                    ctx, prefill_len)
+            suggestions += _suggest(cfg, runner, batch, n, need, mb, mc, phase)
 
     return LLMAnalysis(
         model=cfg.name, hardware=hardware.id, mode=mode, layout=layout, precision=p, tp=tp, batch=batch,
-        phase=phase, context=ctx, prompt=prompt_n, generate=gen_n, requested=requested, prefill=pre, decode=dec,
+        phase=phase, context=n.context, prompt=n.prompt, generate=n.generate,
+        requested=pre if phase == "prefill" else dec, prefill=pre, decode=dec,
         memory=mem, link=runner.link.name if runner.link else None, request_latency_s=request_latency,
         max_batch=mb, max_context=mc, devices_needed=need, decode_compute_bound_batch=crossover,
-        gemm_ridge_batch=ridge, reasons=tuple(reasons), suggestions=tuple(suggestions), notes=tuple(notes))
+        gemm_ridge_batch=ridge, reasons=tuple(reasons), suggestions=tuple(suggestions),
+        notes=tuple(_notes(p, tp, hardware, runner, dec, n)))
 
 
-def _suggest(cfg, hw, p, tp, batch, kv_tokens, q_len, need, mb, mc, runner, phase, ctx,
-             prefill_len) -> list[str]:
+def _suggest(cfg: LLMConfig, runner: _Runner, batch: int, n: _Lengths, need: int | None, mb: int, mc: int,
+             phase: str) -> list[str]:
+    """What would make a run that does not fit possible: more devices, fewer weight or KV bytes, less work."""
+    hw, p, tp, kv_tokens, q_len = runner.hw, runner.p, runner.tp, n.kv_tokens, n.q_len
     out = []
     if need is not None and need > tp and link_for_or_none(hw) is None:
         out.append(f"{need} devices would hold it, but {hw.id} has no peer link or PCIe data to combine them")
     elif need is not None and need > tp:
         try:
             other = _Runner(cfg, hw, p, need, runner.mode, runner.layout, runner.calibration, runner.predictor)
-            res = other.run(phase, batch, ctx if phase == "decode" else prefill_len)
+            res = other.run(phase, batch, n.context if phase == "decode" else n.prefill_len)
             out.append(f"tensor parallel over {need} x {hw.id} (--tp {need}): "
                        f"{res.latency_s * 1e3:.3g} ms per {'prefill' if phase == 'prefill' else 'decode step'}, "
                        f"{res.tokens_per_s:.3g} tokens/s")
         except Exception as exc:  # noqa: BLE001 - a suggestion must never hide the main answer
             out.append(f"tensor parallel over {need} x {hw.id} (--tp {need}) ({exc})")
     elif need is None:
-        out.append(f"no tensor-parallel split up to 64 x {hw.id} holds it at {p.weight} weights")
+        out.append(f"no tensor-parallel split up to {MAX_TP} x {hw.id} holds it at {p.weight} weights")
     for w in ("int8", "int4"):
         if Precision(weight=w).weight_bytes_per_param < p.weight_bytes_per_param:
             q = Precision(weight=w, act=p.act if p.act not in ("fp8", "int8") else "bf16", kv=p.kv)
@@ -366,7 +405,7 @@ class LLMPlan:
 def plan_llm(cfg: LLMConfig, hardware: Hardware, *, tokens_per_s: float | None = None,
              ttft_s: float | None = None, batch: int = 1, prompt: int = DEFAULT_CONTEXT,
              generate: int = DEFAULT_GENERATE, precision: Precision | None = None, mode: str = "graph",
-             layout: str = "torch", max_devices: int = 8, calibration=None,
+             layout: str = "torch", max_devices: int = NVLINK_NODE_GPUS, calibration=None,
              predictor: Predictor | None = None) -> LLMPlan:
     """Try tensor-parallel degrees 1, 2, 4, ... (those that divide the model) up to ``max_devices`` and
     return the first whose ranks fit and that meets ``tokens_per_s`` (decode tokens/s per request) and

@@ -143,13 +143,12 @@ def _int(where: str, key: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
-def config_from_dict(raw: dict, name: str = "model", source: str = "") -> LLMConfig:
-    """Validate a Hugging Face style config dict into an LLMConfig (one LLMConfigError line per problem)."""
-    where = source or name
-    if not isinstance(raw, dict):
-        raise LLMConfigError(f"{where}: a config must be a JSON object, got {type(raw).__name__}")
+def _is_gpt_style(raw: dict) -> bool:
+    return "n_embd" in raw or str(raw.get("model_type", "")).lower() in _GPT_MODEL_TYPES
+
+
+def _check_required(raw: dict, where: str, gpt_style: bool) -> None:
     missing = [_KEYS[f][0] for f in _REQUIRED if _first(raw, f)[0] is None]
-    gpt_style = "n_embd" in raw or str(raw.get("model_type", "")).lower() in _GPT_MODEL_TYPES
     if not gpt_style and _first(raw, "intermediate_size")[0] is None:
         missing.append("intermediate_size")
     if missing:
@@ -157,30 +156,37 @@ def config_from_dict(raw: dict, name: str = "model", source: str = "") -> LLMCon
                              f"{', '.join(missing)}",
                              hint="a Hugging Face config.json names them hidden_size, num_hidden_layers, "
                                   "num_attention_heads, intermediate_size, vocab_size")
-    vals: dict[str, int] = {}
+
+
+def _optional_int(raw: dict, where: str, field: str, default):
+    key, value = _first(raw, field)
+    return default if key is None else _int(where, key, value)
+
+
+def _sizes(raw: dict, where: str) -> dict:
+    """The integer sizes: hidden, layers, heads, KV heads, head_dim, intermediate, vocabulary, positions."""
+    vals: dict[str, int | None] = {}
     for field in ("hidden_size", "num_layers", "num_heads", "vocab_size"):
         key, value = _first(raw, field)
         vals[field] = _int(where, key, value)
     h, heads = vals["hidden_size"], vals["num_heads"]
-    key, value = _first(raw, "num_kv_heads")
-    kv_heads = heads if key is None else _int(where, key, value)
+    kv_heads = _optional_int(raw, where, "num_kv_heads", heads)
     if kv_heads > heads or heads % kv_heads:
         raise LLMConfigError(f"{where}: num_attention_heads {heads} is not a multiple of "
                              f"num_key_value_heads {kv_heads}")
-    key, value = _first(raw, "head_dim")
-    if key is None:
-        if h % heads:
-            raise LLMConfigError(f"{where}: hidden size {h} is not divisible by {heads} attention heads "
-                                 f"({h} / {heads} = {h / heads:.3g})",
-                                 hint="hidden_size must be num_attention_heads x head_dim")
-        head_dim = h // heads
-    else:
-        head_dim = _int(where, key, value)
-    key, value = _first(raw, "intermediate_size")
-    inter = 4 * h if key is None else _int(where, key, value)
-    key, value = _first(raw, "max_position_embeddings")
-    max_pos = None if key is None else _int(where, key, value)
+    if _first(raw, "head_dim")[0] is None and h % heads:
+        raise LLMConfigError(f"{where}: hidden size {h} is not divisible by {heads} attention heads "
+                             f"({h} / {heads} = {h / heads:.3g})",
+                             hint="hidden_size must be num_attention_heads x head_dim")
+    vals["num_kv_heads"] = kv_heads
+    vals["head_dim"] = _optional_int(raw, where, "head_dim", h // heads)
+    vals["intermediate_size"] = _optional_int(raw, where, "intermediate_size", 4 * h)
+    vals["max_position_embeddings"] = _optional_int(raw, where, "max_position_embeddings", None)
+    return vals
 
+
+def _mlp(raw: dict, gpt_style: bool) -> dict:
+    """The activation and whether the MLP is gated (by model type, else GPT style, else by activation)."""
     model_type = str(raw.get("model_type", "gpt2" if gpt_style else "")).lower()
     act = str(_first(raw, "hidden_act")[1] or ("gelu" if gpt_style else "silu")).lower()
     if model_type in _GATED_MODEL_TYPES:
@@ -189,33 +195,35 @@ def config_from_dict(raw: dict, name: str = "model", source: str = "") -> LLMCon
         gated = False
     else:
         gated = act in ("silu", "swish", "swiglu")
+    return {"hidden_act": act, "gated_mlp": gated}
 
-    key, value = _first(raw, "num_experts")
-    experts = 1 if key is None else _int(where, key, value)
-    key, value = _first(raw, "experts_per_token")
-    per_tok = (2 if experts > 1 else 1) if key is None else _int(where, key, value)
+
+def _experts(raw: dict, where: str) -> dict:
+    experts = _optional_int(raw, where, "num_experts", 1)
+    per_tok = _optional_int(raw, where, "experts_per_token", 2 if experts > 1 else 1)
     if experts > 1 and per_tok > experts:
         raise LLMConfigError(f"{where}: num_experts_per_tok {per_tok} exceeds the {experts} experts")
-    if experts == 1:
-        per_tok = 1
+    return {"num_experts": experts, "experts_per_token": per_tok if experts > 1 else 1}
 
-    window = raw.get("sliding_window")
-    if raw.get("use_sliding_window") is False:
-        window = None
-    window = None if window is None else _int(where, "sliding_window", window)
 
-    tie_default = gpt_style
-    tie = raw.get("tie_word_embeddings", tie_default)
+def _options(raw: dict, where: str, gpt_style: bool) -> dict:
+    """Sliding window, tied embeddings, biases, and the GPT-style layout (LayerNorm, learned positions)."""
+    window = None if raw.get("use_sliding_window") is False else raw.get("sliding_window")
+    tie = raw.get("tie_word_embeddings", gpt_style)
     if not isinstance(tie, bool):
         raise LLMConfigError(f"{where}: tie_word_embeddings must be true or false, got {tie!r}")
-    bias = bool(raw.get("attention_bias", gpt_style))
-    mlp_bias = bool(raw.get("mlp_bias", gpt_style))
-    return LLMConfig(
-        name=str(raw.get("_name_or_path") or name), hidden_size=h, num_layers=vals["num_layers"],
-        num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, intermediate_size=inter,
-        vocab_size=vals["vocab_size"], hidden_act=act, gated_mlp=gated, tie_word_embeddings=tie,
-        max_position_embeddings=max_pos, num_experts=experts, experts_per_token=per_tok,
-        norm="layernorm" if gpt_style else "rmsnorm", position="learned" if gpt_style else "rotary",
-        attention_bias=bias, mlp_bias=mlp_bias, fused_qkv=gpt_style, sliding_window=window,
-        source=source or name,
-    )
+    return {"sliding_window": None if window is None else _int(where, "sliding_window", window),
+            "tie_word_embeddings": tie, "attention_bias": bool(raw.get("attention_bias", gpt_style)),
+            "mlp_bias": bool(raw.get("mlp_bias", gpt_style)), "norm": "layernorm" if gpt_style else "rmsnorm",
+            "position": "learned" if gpt_style else "rotary", "fused_qkv": gpt_style}
+
+
+def config_from_dict(raw: dict, name: str = "model", source: str = "") -> LLMConfig:
+    """Validate a Hugging Face style config dict into an LLMConfig (one LLMConfigError line per problem)."""
+    where = source or name
+    if not isinstance(raw, dict):
+        raise LLMConfigError(f"{where}: a config must be a JSON object, got {type(raw).__name__}")
+    gpt_style = _is_gpt_style(raw)
+    _check_required(raw, where, gpt_style)
+    return LLMConfig(name=str(raw.get("_name_or_path") or name), **_sizes(raw, where), **_mlp(raw, gpt_style),
+                     **_experts(raw, where), **_options(raw, where, gpt_style), source=source or name)

@@ -35,7 +35,15 @@ from .config import LLMConfig
 
 NCCL_BASE_LATENCY_S = 3.6e-6
 NCCL_STEP_LATENCY_S = {"nvlink": 0.4e-6, "pcie": 1.0e-6}
-MAX_TP = 64
+# GPUs one NVLink/NVSwitch domain joins in a standard server: 8 in NVIDIA's DGX/HGX A100, H100, H200 and B200
+# systems (the DGX H100 datasheet: "8x NVIDIA H100 Tensor Core GPUs", all-to-all over 4 NVSwitches). Tensor
+# parallelism past it would cross the slower inter-node network, which this model does not cost.
+NVLINK_NODE_GPUS = 8
+# Explicit default, not a hardware limit: the largest tensor-parallel degree searched ("which split holds it"),
+# eight such servers. Beyond it the answer is "none", reported as such.
+MAX_TP = 8 * NVLINK_NODE_GPUS
+# The valid --tp values an error message lists: up to two servers' worth.
+TP_HINT_MAX = 2 * NVLINK_NODE_GPUS
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,7 @@ def check_tp(cfg: LLMConfig, tp: int) -> None:
     if cfg.intermediate_size % tp:
         problems.append(f"intermediate size {cfg.intermediate_size}")
     if problems:
-        valid = ", ".join(str(n) for n in valid_tp_degrees(cfg, 16))
+        valid = ", ".join(str(n) for n in valid_tp_degrees(cfg, TP_HINT_MAX))
         raise LLMConfigError(f"tensor parallelism over {tp} devices does not divide {cfg.name}'s "
                              f"{' and '.join(problems)}", hint=f"valid --tp values: {valid}")
 
