@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import make_hardware
-from tops_advisor.errors import InputError
-from tops_advisor.recommend import Constraints, NothingFeasibleError, recommend
+from tops_advisor.errors import InputError, NothingFeasibleError
+from tops_advisor.recommend import Constraints, recommend
 from tops_advisor.workload import OpRecord, Workload
 
 # Fast: 1000 GB/s x 0.85 = 850 GB/s attainable, 200 W. Slow: 500 GB/s x 0.85 = 425 GB/s, 50 W, edge, no int8.

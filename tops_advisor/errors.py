@@ -49,3 +49,7 @@ class ProbeError(TopsAdvisorError):
 
 class LLMConfigError(TopsAdvisorError):
     """An LLM config or preset is missing, incomplete or inconsistent."""
+
+
+class NothingFeasibleError(TopsAdvisorError):
+    """No device meets the constraints (``recommend``)."""

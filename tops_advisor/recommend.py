@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from .advice import advise
 from .calibration import Calibration
 from .catalog import Hardware
-from .errors import InputError, TopsAdvisorError, UnsupportedPrecisionError
+from .errors import InputError, NothingFeasibleError, UnsupportedPrecisionError
 from .llm.parallel import NVLINK_NODE_GPUS
 from .roofline import Prediction, device_perf, predict
 from .units import format_seconds
@@ -27,10 +27,6 @@ from .workload import Workload
 RANK_BY = ("efficiency", "latency", "throughput", "price")
 SEGMENTS = ("edge", "workstation", "datacenter")
 AUTO_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8")
-
-
-class NothingFeasibleError(TopsAdvisorError):
-    """No device meets the constraints."""
 
 
 @dataclass(frozen=True)
