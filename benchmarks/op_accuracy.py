@@ -29,7 +29,7 @@ from tops_advisor.calibration import load_calibration
 from tops_advisor.catalog import load_catalog
 from tops_advisor.counting import count
 from tops_advisor.counting.handles import ZERO_COST
-from tops_advisor.roofline import defaults as D
+from tops_advisor.roofline.defaults import DEFAULTS
 from tops_advisor.roofline.device import device_perf
 from tops_advisor.roofline.predict import predict
 
@@ -40,7 +40,7 @@ CONSISTENT = (0.5, 1.15)    # kernel sum / graph latency for a run to be used
 def op_class(op) -> str:
     """A finer label than the kind: what mechanism the predictor uses for it."""
     if op.kind == "conv" and op.gemm is not None:
-        if op.gemm.n <= D.DEPTHWISE_MAX_CHANNELS_PER_GROUP and op.gemm.batch > 1:
+        if op.gemm.n <= DEFAULTS.depthwise_max_channels_per_group and op.gemm.batch > 1:
             return "conv depthwise"
         if op.gemm.batch > 1:
             return "conv grouped"

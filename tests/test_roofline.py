@@ -1,6 +1,13 @@
-"""The roofline's properties, on a synthetic device and hand-built workloads."""
+"""The roofline's properties, on a synthetic device, hand-built workloads and round-number defaults.
+
+The defaults are an object (``RooflineDefaults``): these tests build their own with round numbers, so the
+arithmetic in each comment is checkable by hand and no tuned constant is repeated here (recalibrating the
+shipped defaults breaks none of these tests).
+"""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -8,51 +15,84 @@ from hypothesis import strategies as st
 
 from tests.conftest import make_hardware
 from tops_advisor.calibration import Calibration
+from tops_advisor.catalog import load_catalog
 from tops_advisor.errors import InputError, UnsupportedPrecisionError
 from tops_advisor.roofline import device_perf, predict
-from tops_advisor.roofline.efficiency import gemm_efficiency
-from tops_advisor.workload import GemmShape, OpRecord, Workload
+from tops_advisor.roofline.defaults import DEFAULTS, Default, RooflineDefaults
+from tops_advisor.roofline.efficiency import attention_efficiency, gemm_efficiency
+from tops_advisor.roofline.rates import head_dim_use
+from tops_advisor.workload import OP_KINDS, GemmShape, OpRecord, Workload
 
-HW = make_hardware()
+HW = make_hardware()  # 100 TOPS fp16, 50 tf32, 10 fp32; 1000 GB/s; 100 units
+
+_KINDS = {k: 0.5 for k in OP_KINDS}
+ROUND = replace(
+    DEFAULTS,
+    matmul_fraction={"NVIDIA": Default(0.5, "test")}, bandwidth_fraction={k: Default(0.5, "test") for k in
+                                                                          ("HBM", "GDDR", "LPDDR")},
+    vector_fraction=Default(0.5, "test"), kernel_gap_s=Default(1e-6, "test"),
+    kind_floor_s={**{k: 1e-6 for k in OP_KINDS}, "matmul": 2e-6, "conv": 4e-6, "depthwise": 3e-6,
+                  "batch_norm_fp32": 0.5e-6},
+    kernel_floor_s=Default(1e-6, "test"), eager_op_s=Default(10e-6, "test"),
+    eager_functional_op_s=Default(5e-6, "test"), eager_extra_kernel_s=Default(2e-6, "test"),
+    eager_no_kernel_op_s=Default(1e-6, "test"), conv_factor=Default(0.5, "test"),
+    conv_tf32_factor=Default(0.25, "test"), attention_factor=Default(0.5, "test"),
+    kind_bandwidth_factor={**_KINDS, "matmul": 1.0}, kind_bandwidth_factor_by_width={"elementwise": (0.5, 1.0)},
+    norm_bandwidth_factor={"batch_norm": (0.25, 0.125)}, strided_kind_bandwidth_factor={"elementwise": 0.1},
+    strided_bandwidth_factor=0.2, depthwise_bandwidth_factor=0.25, depthwise_vector_factor=(0.2, 0.1),
+    depthwise_1d_vector_factor=(0.4, 0.1), runtime_memory_bytes=Default(1e9, "test"))
+PERF = device_perf(HW, defaults=ROUND)
+# 50 TOPS fp16 GEMMs, 500 GB/s, 2.5 TOPS of vector work (0.5 x the 10 TOPS fp32 peak)
+
+
+def run(w: Workload, mode: str = "graph", **kw):
+    return predict(w, HW, mode=mode, perf=PERF, **kw)
 
 
 def one_op(flops: float, nbytes: float, kind: str = "matmul", dtype: str = "fp16", kernels: int = 1,
-           gemm: GemmShape | None = None) -> Workload:
-    op = OpRecord("aten.mm", kind, "layer", flops, nbytes / 2, nbytes / 2, 0.0, dtype, kernels, gemm)
+           gemm: GemmShape | None = None, **kw) -> Workload:
+    op = OpRecord("op", kind, "layer", flops, nbytes / 2, nbytes / 2, 0.0, dtype, kernels, gemm, **kw)
     return Workload("w", 1, dtype, (op,))
 
 
 def test_big_gemm_uses_matrix_peak_times_default_fraction():
-    # 8192^3 GEMM: 2 * 8192^3 = 1.0995e12 operations. Toy fp16 peak 100 TOPS x 0.80 (NVIDIA default).
-    # Tiles of 128x256: 64 x 32 = 2048 tiles on 100 units -> 21 waves, occupancy 2048/2100 = 0.9752;
-    # K ramp 8192 / (8192 + 48) = 0.99417. Rate = 80e12 x 0.9752 x 0.99417 = 77.56e12 ops/s.
+    # 8192^3 GEMM: 2 * 8192^3 operations at 100 TOPS x 0.5. Tiles of 128x256: 64 x 32 = 2048 tiles on 100
+    # units -> 21 waves, occupancy 2048/2100; K ramp 8192 / (8192 + 48).
     n = 8192
-    w = one_op(2 * n**3, 3 * 2 * n * n, gemm=GemmShape(n, n, n))
-    p = predict(w, HW)
-    expected_compute = 2 * n**3 / (80e12 * (2048 / 2100) * (8192 / 8240))
+    p = run(one_op(2 * n**3, 3 * 2 * n * n, gemm=GemmShape(n, n, n)))
+    expected_compute = 2 * n**3 / (50e12 * (2048 / 2100) * (8192 / 8240))
     assert p.ops[0].compute_s == pytest.approx(expected_compute, rel=1e-9)
-    # + the GEMM operator floor (3.6 us, added to the work) + the 0.75 us gap after the kernel
-    assert p.latency_s == pytest.approx(expected_compute + 3.6e-6 + 0.75e-6, rel=1e-9)
+    # + the GEMM floor (2 us) + the 1 us gap after the kernel
+    assert p.latency_s == pytest.approx(expected_compute + 2e-6 + 1e-6, rel=1e-9)
     assert p.bound == "compute"
 
 
 def test_memory_bound_elementwise_uses_bandwidth_fraction():
-    # 1 GB moved by an fp16 elementwise op at 1000 GB/s x 0.85 (HBM default) x 0.73 (16-bit elementwise) =
-    # 620.5 GB/s, plus the elementwise floor (1.2 us) and the 0.75 us gap after each kernel; in fp32 x 0.91.
-    w = one_op(1e8, 1e9, kind="elementwise")
-    p = predict(w, HW)
-    assert p.latency_s == pytest.approx(1e9 / 620.5e9 + 1.2e-6 + 0.75e-6)
-    p32 = predict(one_op(1e8, 1e9, kind="elementwise", dtype="fp32"), HW)
-    assert p32.latency_s == pytest.approx(1e9 / 773.5e9 + 1.2e-6 + 0.75e-6)
-    assert p.bound == "memory"
+    # 1 GB at 500 GB/s x 0.5 (16-bit elementwise) + the 1 us floor + the 1 us gap; in fp32 x 1.0
+    assert run(one_op(1e8, 1e9, kind="elementwise")).latency_s == pytest.approx(1e9 / 250e9 + 2e-6)
+    assert run(one_op(1e8, 1e9, kind="elementwise", dtype="fp32")).latency_s == pytest.approx(1e9 / 500e9 + 2e-6)
+    assert run(one_op(1e8, 1e9, kind="elementwise")).bound == "memory"
+
+
+def test_norm_family_and_strided_views_set_the_bandwidth_share():
+    # batch norm: 0.25 (16-bit) / 0.125 (32-bit); other norms: the kind's 0.5; a strided elementwise: 0.1
+    bn = run(one_op(0, 1e9, kind="norm", family="batch_norm")).ops[0].memory_s
+    ln = run(one_op(0, 1e9, kind="norm", family="layer_norm")).ops[0].memory_s
+    bn32 = run(one_op(0, 1e9, kind="norm", dtype="fp32", family="batch_norm"))
+    strided = run(one_op(0, 1e9, kind="elementwise", strided=True)).ops[0].memory_s
+    strided_pool = run(one_op(0, 1e9, kind="pool", strided=True)).ops[0].memory_s
+    assert (bn, ln, bn32.ops[0].memory_s) == pytest.approx((1e9 / 125e9, 1e9 / 250e9, 1e9 / 62.5e9))
+    assert strided == pytest.approx(1e9 / 50e9)
+    assert strided_pool == pytest.approx(1e9 / (500e9 * 0.5 * 0.2))   # the kind's share x 0.2
+    # fp32 batch norm has its own floor (0.5 us): 1 GB / 62.5 GB/s + 0.5 + the 1 us gap
+    assert bn32.latency_s == pytest.approx(1e9 / 62.5e9 + 1.5e-6)
 
 
 @settings(max_examples=200, deadline=None)
 @given(flops=st.floats(1e3, 1e15), nbytes=st.floats(1e3, 1e12), kernels=st.integers(0, 5),
        kind=st.sampled_from(["matmul", "elementwise", "conv", "norm"]), mode=st.sampled_from(["graph", "eager"]))
 def test_latency_never_below_either_roof(flops, nbytes, kernels, kind, mode):
-    w = one_op(flops, nbytes, kind=kind, kernels=kernels)
-    p = predict(w, HW, mode=mode)
+    p = predict(one_op(flops, nbytes, kind=kind, kernels=kernels), HW, mode=mode)
     perf = device_perf(HW)
     # the ceilings, using the *best* attainable rates (no tile or kind penalty can beat them)
     assert p.latency_s >= flops / max(perf.matrix_ops_per_s.values()) * (1 - 1e-12)
@@ -61,79 +101,116 @@ def test_latency_never_below_either_roof(flops, nbytes, kernels, kind, mode):
 
 
 def test_bound_switches_exactly_at_the_ridge():
-    perf = device_perf(HW)
-    ridge = perf.matrix_ops_per_s["fp16"] / perf.bandwidth_bytes_per_s  # 80e12 / 850e9 = 94.1 op/B
-    nbytes = 1e9
+    ridge = PERF.matrix_ops_per_s["fp16"] / PERF.bandwidth_bytes_per_s  # 50e12 / 500e9 = 100 op/B
     # no GEMM shape: efficiency 1, so the switch is at the ridge itself
-    below = predict(one_op(nbytes * ridge * 0.99, nbytes, kernels=0), HW)
-    above = predict(one_op(nbytes * ridge * 1.01, nbytes, kernels=0), HW)
-    assert below.ops[0].bound == "memory"
-    assert above.ops[0].bound == "compute"
+    assert run(one_op(1e9 * ridge * 0.99, 1e9, kernels=0)).ops[0].bound == "memory"
+    assert run(one_op(1e9 * ridge * 1.01, 1e9, kernels=0)).ops[0].bound == "compute"
 
 
 def test_graph_latency_is_additive_over_operators():
     a = OpRecord("a", "elementwise", "", 0, 5e8, 5e8, 0, "fp16", 1)
     b = OpRecord("b", "matmul", "", 1e12, 1e6, 1e6, 0, "fp16", 1, GemmShape(4096, 4096, 4096))
     both = Workload("ab", 1, "fp16", (a, b))
-    pa, pb = predict(Workload("a", 1, "fp16", (a,)), HW), predict(Workload("b", 1, "fp16", (b,)), HW)
-    assert predict(both, HW).latency_s == pytest.approx(pa.latency_s + pb.latency_s)
+    pa, pb = run(Workload("a", 1, "fp16", (a,))), run(Workload("b", 1, "fp16", (b,)))
+    assert run(both).latency_s == pytest.approx(pa.latency_s + pb.latency_s)
+
+
+# Operators of every class, dtype and shape the predictor distinguishes.
+_OPS = st.builds(
+    lambda kind, dtype, m, n, k, b, window, dims, strided, family, kernels: OpRecord(
+        "op", kind, "", 2.0 * m * n * k * b, 1e3 * m, 1e3 * n, 0.0, dtype, kernels,
+        GemmShape(m, n, k, b, window=window, spatial_dims=dims) if kind in ("matmul", "conv", "attention")
+        else None, strided=strided, family=family),
+    kind=st.sampled_from(OP_KINDS), dtype=st.sampled_from(["fp32", "fp16", "bf16", "fp8", "int8"]),
+    m=st.integers(1, 5000), n=st.integers(1, 5000), k=st.integers(1, 5000), b=st.integers(1, 64),
+    window=st.sampled_from([1, 9, 49]), dims=st.sampled_from([1, 2]), strided=st.booleans(),
+    family=st.sampled_from(["", "batch_norm", "layer_norm"]), kernels=st.integers(0, 3))
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=st.lists(_OPS, min_size=2, max_size=8), calibrated=st.booleans())
+def test_an_operators_time_does_not_depend_on_the_rest_of_the_workload(ops, calibrated):
+    # h100-sxm has fp8, int8 and tf32 peaks, so every dtype above predicts; the shipped defaults
+    hw = load_catalog().get("h100-sxm")
+    perf = device_perf(hw, Calibration(hardware=hw.id, measured_tops={"fp16": 700.0},
+                                       memory_bandwidth_gb_s=3000.0) if calibrated else None)
+    together = predict(Workload("w", 1, "fp16", tuple(ops)), hw, perf=perf).ops
+    for op, in_context in zip(ops, together, strict=True):
+        alone = predict(Workload("w", 1, "fp16", (op,)), hw, perf=perf).ops[0]
+        assert in_context.latency_s == pytest.approx(alone.latency_s, rel=1e-12)
+        assert in_context.precision == alone.precision
+
+
+def test_fp8_convolution_is_not_sped_up_by_an_fp32_one():
+    # the bug of issue 14: the TF32 convolution factor leaked into the next dtype of the same kind
+    hw = load_catalog().get("h100-sxm")
+    shape = GemmShape(50176, 256, 2304, 1, window=9, spatial_dims=2)
+    fp8 = OpRecord("aten.convolution", "conv", "", 2.0 * 50176 * 256 * 2304, 1e6, 1e6, 0, "fp8", 1, shape)
+    fp32 = replace(fp8, dtype="fp32")
+    alone = predict(Workload("a", 1, "fp8", (fp8,)), hw).ops[0].compute_s
+    mixed = predict(Workload("m", 1, "fp8", (fp32, fp8)), hw).ops[1].compute_s
+    assert mixed == pytest.approx(alone, rel=1e-12)
 
 
 def test_eager_is_host_bound_for_many_tiny_kernels():
-    # 1000 tiny ops: each kernel takes its 1.2 us elementwise floor plus its work (200 bytes at 620.5 GB/s)
-    # plus a 0.75 us gap on the device, and 29 us of host time to launch eagerly; eager latency = host time +
-    # the last kernel; graph latency = device time only.
+    # 1000 tiny ops: each kernel takes its 1 us floor plus its work (200 bytes at 250 GB/s) plus a 1 us gap
+    # on the device, and 10 us of host time to launch eagerly; eager latency = host time + the last kernel;
+    # graph latency = device time only.
     ops = tuple(OpRecord(f"op{i}", "elementwise", "", 10, 100, 100, 0, "fp16", 1) for i in range(1000))
     w = Workload("tiny", 1, "fp16", ops)
-    eager, graph = predict(w, HW, mode="eager"), predict(w, HW, mode="graph")
-    per_op_device = 1.2e-6 + 200 / 620.5e9 + 0.75e-6
+    eager, graph = run(w, "eager"), run(w)
+    per_op_device = 1e-6 + 200 / 250e9 + 1e-6
     assert graph.latency_s == pytest.approx(1000 * per_op_device)
-    assert eager.latency_s == pytest.approx(1000 * 29e-6 + per_op_device)
-    assert graph.bound == "overhead"
-    assert eager.bound == "overhead"
+    assert eager.latency_s == pytest.approx(1000 * 10e-6 + per_op_device)
+    assert graph.bound == "overhead" and eager.bound == "overhead"
 
 
 def test_eager_equals_graph_plus_first_launch_when_device_bound():
     big = tuple(OpRecord(f"op{i}", "elementwise", "", 0, 5e8, 5e8, 0, "fp16", 1) for i in range(10))
     w = Workload("big", 1, "fp16", big)
-    eager, graph = predict(w, HW, mode="eager"), predict(w, HW, mode="graph")
-    assert eager.latency_s == pytest.approx(graph.latency_s + 29e-6)
+    assert run(w, "eager").latency_s == pytest.approx(run(w).latency_s + 10e-6)
 
 
 def test_calibration_replaces_peaks_bandwidth_and_overheads():
     cal = Calibration(hardware="toy-gpu", measured_tops={"fp16": 50.0}, memory_bandwidth_gb_s=500.0,
                       kernel_graph_us=5.0, kernel_eager_us=20.0)
-    perf = device_perf(HW, cal, "test")
+    perf = device_perf(HW, cal, "test", defaults=ROUND)
     assert perf.matrix_ops_per_s["fp16"] == 50e12
     # unmeasured precisions scale by the measured/datasheet ratio (50 / 100 = 0.5): int8 200 -> 100 TOPS
     assert perf.matrix_ops_per_s["int8"] == pytest.approx(100e12)
     assert perf.bandwidth_bytes_per_s == 500e9
-    # per-kernel costs scale with the probe's tiny-kernel times over the H200 reference (0.87 us graph,
-    # 10.8 us eager): floors x 5 / 0.87 (elementwise 1.2 us, GEMM 3.6 us), gap 0.75 us x 5 / 0.87, eager
-    # operator 29 us x 20 / 10.8
-    scale = 5 / 0.87
-    assert perf.kernel_floor_s == pytest.approx(1.2e-6 * scale)
-    assert perf.kind_floor_s["matmul"] == pytest.approx(3.6e-6 * scale)
-    assert perf.kernel_gap_s == pytest.approx(0.75e-6 * scale)
-    assert perf.eager_op_s == pytest.approx(29e-6 * 20 / 10.8)
+    # per-kernel costs scale with the probe's tiny-kernel times over the reference ones (shipped: H200)
+    scale = 5e-6 / ROUND.tiny_kernel_reference_s.value
+    assert perf.kernel_floor_s == pytest.approx(1e-6 * scale)
+    assert perf.kind_floor_s["matmul"] == pytest.approx(2e-6 * scale)
+    assert perf.kernel_gap_s == pytest.approx(1e-6 * scale)
+    assert perf.eager_op_s == pytest.approx(10e-6 * 20e-6 / ROUND.eager_launch_reference_s.value)
     w = one_op(1e8, 1e9, kind="elementwise")
-    # 1 GB at 500 GB/s x 0.73 (16-bit elementwise), + floor 1.2 us and gap 0.75 us, both scaled
-    assert predict(w, HW, cal).latency_s == pytest.approx(1e9 / (500e9 * 0.73) + (1.2e-6 + 0.75e-6) * scale)
-    assert predict(w, HW, cal).calibrated and not predict(w, HW).calibrated
+    # 1 GB at 500 GB/s x 0.5 (16-bit elementwise), + floor 1 us and gap 1 us, both scaled
+    assert predict(w, HW, perf=perf).latency_s == pytest.approx(1e9 / 250e9 + 2e-6 * scale)
+    assert predict(w, HW, perf=perf).calibrated and not run(w).calibrated
 
 
 def test_fp32_convolution_runs_in_tf32_and_matmul_in_fp32_by_default():
     conv = one_op(1e12, 1e6, kind="conv", dtype="fp32")
     mm = one_op(1e12, 1e6, kind="matmul", dtype="fp32")
-    assert predict(conv, HW).ops[0].precision == "tf32"
-    assert predict(mm, HW).ops[0].precision == "fp32"
-    assert predict(mm, HW, tf32_matmul=True).ops[0].precision == "tf32"
+    assert run(conv).ops[0].precision == "tf32"
+    assert run(mm).ops[0].precision == "fp32"
+    assert run(mm, tf32_matmul=True).ops[0].precision == "tf32"
+
+
+def test_tf32_convolutions_take_their_own_factor():
+    # same 3x3 convolution (same tile efficiency): TF32 at 50 TOPS x 0.5 (fraction) x 0.25 (TF32 factor),
+    # fp16 at 100 x 0.5 x 0.5 (convolution factor): 6.25 vs 25 TOPS, 4x the time
+    shape = GemmShape(4096, 256, 2304, 1, window=9, spatial_dims=2)
+    tf32 = run(one_op(1e12, 1e3, kind="conv", dtype="fp32", gemm=shape)).ops[0].compute_s
+    fp16 = run(one_op(1e12, 1e3, kind="conv", gemm=shape)).ops[0].compute_s
+    assert tf32 / fp16 == pytest.approx(4.0)
 
 
 def test_missing_precision_names_what_the_device_has():
-    w = one_op(1e12, 1e6, dtype="fp8")
     with pytest.raises(UnsupportedPrecisionError, match="toy-gpu has no fp8.*fp32, tf32, fp16, bf16, int8"):
-        predict(w, HW)
+        run(one_op(1e12, 1e6, dtype="fp8"))
 
 
 def test_unknown_mode_is_an_input_error():
@@ -143,10 +220,9 @@ def test_unknown_mode_is_an_input_error():
 
 def test_memory_fit():
     w = Workload("w", 1, "fp16", (), param_bytes=14.5e9, activation_peak_bytes=0.4e9)
-    p = predict(w, HW)  # 14.5 + 0.4 + 1 runtime = 15.9 GB <= 16 GB
+    p = run(w)  # 14.5 + 0.4 + 1 runtime = 15.9 GB <= 16 GB
     assert p.fits_memory and p.memory_required_bytes == pytest.approx(15.9e9)
-    w2 = Workload("w", 1, "fp16", (), param_bytes=14.7e9, activation_peak_bytes=0.4e9)
-    assert not predict(w2, HW).fits_memory
+    assert not run(Workload("w", 1, "fp16", (), param_bytes=14.7e9, activation_peak_bytes=0.4e9)).fits_memory
 
 
 def test_gemm_efficiency_small_shapes_reach_less():
@@ -161,61 +237,54 @@ def test_gemm_efficiency_small_shapes_reach_less():
 
 def test_throughput_and_utilisation():
     n = 4096
-    w = Workload("w", 8, "fp16", one_op(2 * n**3, 6 * n * n, gemm=GemmShape(n, n, n)).ops)
-    p = predict(w, HW)
+    p = run(Workload("w", 8, "fp16", one_op(2 * n**3, 6 * n * n, gemm=GemmShape(n, n, n)).ops))
     assert p.throughput_per_s == pytest.approx(8 / p.latency_s)
     assert p.utilisation == pytest.approx(2 * n**3 / p.latency_s / 100e12)
 
 
 def test_depthwise_convolution_is_memory_bound_on_cuda_cores():
-    # groups = 144 with one output channel per group: a direct kernel at 0.25 of the attainable bandwidth
-    # (850 GB/s), + the depthwise floor 3 us + the 0.75 us gap. Its 8.1 MFLOP at 0.17 x the vector rate
-    # (toy fp32 peak x 0.7) is far below that.
+    # groups = 144 with one output channel per group: a direct kernel at 0.25 of the bandwidth (500 GB/s),
+    # + the depthwise floor 3 us + the 1 us gap. Its 8.1 MFLOP at 0.2 x the 2.5 TOPS vector rate: 16 us, less.
     dw = OpRecord("aten.convolution", "conv", "", 2 * 3136 * 144 * 9, 1e8, 1e8, 0, "fp16", 1,
                   GemmShape(3136, 1, 9, 144))
-    p = predict(Workload("dw", 1, "fp16", (dw,)), HW)
+    p = run(Workload("dw", 1, "fp16", (dw,)))
     assert p.ops[0].bound == "memory"
-    assert p.latency_s == pytest.approx(2e8 / (850e9 * 0.25) + 3e-6 + 0.75e-6)
+    assert p.latency_s == pytest.approx(2e8 / (500e9 * 0.25) + 3e-6 + 1e-6)
 
 
 def test_misaligned_matmul_is_slower():
-    # n = 50257 (GPT-2 vocabulary) is odd: 2-byte alignment in fp16 -> 0.15 of the aligned rate
+    # n = 50257 (GPT-2 vocabulary) is odd: 2-byte alignment in fp16 -> the table's 2-byte factor
     aligned = one_op(2 * 4096 * 50264 * 768, 1e6, gemm=GemmShape(4096, 50264, 768))
     odd = one_op(2 * 4096 * 50257 * 768, 1e6, gemm=GemmShape(4096, 50257, 768))
-    ratio = predict(odd, HW).ops[0].compute_s / predict(aligned, HW).ops[0].compute_s
-    assert ratio == pytest.approx(1 / 0.15, rel=0.01)
+    ratio = run(odd).ops[0].compute_s / run(aligned).ops[0].compute_s
+    assert ratio == pytest.approx(1 / ROUND.gemm_alignment[2.0], rel=0.01)
 
 
 def test_attention_runs_the_next_compiled_head_dim():
-    from tops_advisor.roofline.predict import head_dim_use
-
     # FlashAttention (16-bit): head dims are compiled in steps of 32; 36 and 40 run the 64 kernel
-    assert list(head_dim_use([36, 40, 64, 96, 300], "fp16")) == pytest.approx([36 / 64, 40 / 64, 1, 1, 1])
+    assert list(head_dim_use([36, 40, 64, 96, 300], "fp16", ROUND)) == pytest.approx([36 / 64, 40 / 64, 1, 1, 1])
     # the fp32 memory-efficient kernel: 64, 128, then any
-    assert list(head_dim_use([40, 64, 100, 200], "fp32")) == pytest.approx([40 / 64, 1, 100 / 128, 1])
+    assert list(head_dim_use([40, 64, 100, 200], "fp32", ROUND)) == pytest.approx([40 / 64, 1, 100 / 128, 1])
 
 
 def test_attention_efficiency_counts_query_blocks_times_heads():
-    from tops_advisor.roofline.efficiency import attention_efficiency
-
     # 256 queries in 128-row blocks x 8 heads = 16 blocks on 132 units: one wave, 16/132 occupied;
     # the key loop's ramp 256 / (256 + 48)
-    eff = attention_efficiency([256], [256], [8], 132, 128.0)[0]
-    assert eff == pytest.approx(16 / 132 * 256 / 304)
+    assert attention_efficiency([256], [256], [8], 132, 128.0)[0] == pytest.approx(16 / 132 * 256 / 304)
     # 200 queries fill 2 blocks of 128 with 200/256 of their rows
     eff = attention_efficiency([200], [4096], [132], 132, 128.0)[0]
     assert eff == pytest.approx(200 / 256 * 1.0 * 4096 / 4144)
 
 
 def test_pointwise_convolution_has_the_gemm_floor():
-    # same work, 1x1 (window 1) vs 3x3 (window 9): the floors are the GEMM's 3.6 us and a convolution's 5.5 us
+    # same work, 1x1 (window 1) vs 3x3 (window 9): the floors are the GEMM's 2 us and a convolution's 4 us
     def conv(window):
         op = OpRecord("aten.convolution", "conv", "", 1e3, 1e3, 1e3, 0, "fp16", 1,
                       GemmShape(64, 64, 64, 1, window=window))
-        return predict(Workload("c", 1, "fp16", (op,)), HW).latency_s
+        return run(Workload("c", 1, "fp16", (op,))).latency_s
 
     # (and the 1x1 runs at the GEMM rate, not the convolution factor: a few ns on this tiny op)
-    assert conv(9) - conv(1) == pytest.approx(5.5e-6 - 3.6e-6, rel=1e-2)
+    assert conv(9) - conv(1) == pytest.approx(4e-6 - 2e-6, rel=1e-2)
 
 
 def test_skinny_tiles_only_for_few_rows():
@@ -231,36 +300,48 @@ def test_skinny_tiles_only_for_few_rows():
 def test_internal_kernels_cost_only_their_launches_in_eager_mode():
     conv = OpRecord("aten.convolution", "conv", "", 1e3, 1e3, 1e3, 0, "fp16", 1, GemmShape(8, 8, 8))
     bias = OpRecord("aten.add", "elementwise", "", 1e3, 1e3, 1e3, 0, "fp16", 1, strided=True, internal=True)
-    alone = predict(Workload("a", 1, "fp16", (conv,)), HW, mode="eager").host_time_s
-    both = predict(Workload("b", 1, "fp16", (conv, bias)), HW, mode="eager").host_time_s
-    assert alone == pytest.approx(29e-6)              # one eager operator
-    assert both - alone == pytest.approx(3e-6)        # + one extra kernel launch, not another operator
+    alone = run(Workload("a", 1, "fp16", (conv,)), "eager").host_time_s
+    both = run(Workload("b", 1, "fp16", (conv, bias)), "eager").host_time_s
+    assert alone == pytest.approx(10e-6)              # one eager operator
+    assert both - alone == pytest.approx(2e-6)        # + one extra kernel launch, not another operator
 
 
 def test_one_dimensional_depthwise_convolution_has_its_own_rate():
-    # 1-D depthwise kernels reach 0.28 of the vector rate in fp16 (2-D: 0.17): same work, 0.17/0.28 the time
+    # 1-D depthwise kernels reach 0.4 of the vector rate in fp16 here (2-D: 0.2): same work, half the time
     def dw(dims):
         op = OpRecord("aten.convolution", "conv", "", 1e10, 1e3, 1e3, 0, "fp16", 1,
                       GemmShape(1000, 1, 33, 256, window=33, spatial_dims=dims))
-        return predict(Workload("d", 1, "fp16", (op,)), HW).ops[0].compute_s
+        return run(Workload("d", 1, "fp16", (op,))).ops[0].compute_s
 
-    assert dw(1) / dw(2) == pytest.approx(0.17 / 0.28)
+    assert dw(1) / dw(2) == pytest.approx(0.2 / 0.4)
 
 
 def test_pointwise_convolution_runs_at_the_gemm_rate():
     def conv(window):
         op = OpRecord("aten.convolution", "conv", "", 2 * 4096**3, 1e3, 1e3, 0, "fp16", 1,
                       GemmShape(4096, 4096, 4096, 1, window=window))
-        return predict(Workload("c", 1, "fp16", (op,)), HW).ops[0].compute_s
+        return run(Workload("c", 1, "fp16", (op,))).ops[0].compute_s
 
-    # same GEMM shape: a 3x3 convolution runs at 0.40 of it (cuDNN implicit GEMM), a 1x1 at the GEMM's rate
-    # (no split-K for convolutions either way, so the shape efficiency is the same)
-    assert conv(9) / conv(1) == pytest.approx(1 / 0.40)
+    # same GEMM shape: a 3x3 convolution runs at the convolution factor (0.5) of it, a 1x1 at the GEMM's rate
+    assert conv(9) / conv(1) == pytest.approx(1 / 0.5)
 
 
 def test_functional_workloads_pay_less_host_time_per_operator():
-    # 10 tiny operators: from nn.Module model files 29 us each, from plain functions (the LLM builder) 20.5 us
+    # 10 tiny operators: from nn.Module model files 10 us each, from plain functions (the LLM builder) 5 us
     ops = tuple(OpRecord(f"op{i}", "elementwise", "", 10, 100, 100, 0, "fp16", 1) for i in range(10))
-    modules = predict(Workload("m", 1, "fp16", ops), HW, mode="eager").host_time_s
-    functional = predict(Workload("f", 1, "fp16", ops, functional=True), HW, mode="eager").host_time_s
-    assert modules == pytest.approx(10 * 29e-6) and functional == pytest.approx(10 * 20.5e-6)
+    modules = run(Workload("m", 1, "fp16", ops), "eager").host_time_s
+    functional = run(Workload("f", 1, "fp16", ops, functional=True), "eager").host_time_s
+    assert modules == pytest.approx(10 * 10e-6) and functional == pytest.approx(10 * 5e-6)
+
+
+def test_unknown_compute_units_take_the_named_default():
+    hw = make_hardware(compute_units=None)
+    perf = device_perf(hw, defaults=replace(ROUND, compute_units_unknown=Default(7, "test")))
+    assert perf.compute_units == 7
+    assert any("compute units not in the catalog: 7" in a for a in perf.assumptions)
+
+
+def test_shipped_defaults_are_one_frozen_object():
+    with pytest.raises(AttributeError):
+        DEFAULTS.kernel_gap_s = Default(0.0, "x")  # type: ignore[misc]
+    assert isinstance(DEFAULTS, RooflineDefaults)

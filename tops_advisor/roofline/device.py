@@ -1,6 +1,6 @@
 """What a device can attain: datasheet peaks scaled by defaults, or the probe's measurements.
 
-``DevicePerf`` is the one place where Hardware and Calibration meet; the predictor reads only this.
+``DevicePerf`` is the one place where Hardware, Calibration and the defaults meet; the predictor reads only it.
 """
 
 from __future__ import annotations
@@ -8,9 +8,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..calibration import Calibration
 from ..catalog import Hardware
-from . import defaults as D
+from .defaults import DEFAULTS, RooflineDefaults
 
 
 @dataclass(frozen=True)
@@ -29,13 +31,14 @@ class DevicePerf:
     eager_no_kernel_op_s: float
     calibrated: bool
     calibration_source: str = ""
-    # measured GEMMs per precision: (log2 m, log2 n, log2 k) rows and measured seconds (from the probe)
+    # measured GEMMs per precision: (log2 m, log2 n, log2 k) rows, dims and measured seconds (from the probe)
     gemm_samples: dict[str, tuple] = field(default_factory=dict)
     assumptions: tuple[str, ...] = field(default_factory=tuple)
+    defaults: RooflineDefaults = DEFAULTS  # the per-operator factors the predictor applies on this device
 
     @property
     def compute_units(self) -> int:
-        return self.hardware.compute_units or 100
+        return self.hardware.compute_units or int(self.defaults.compute_units_unknown.value)
 
 
 def _memory_family(memory_type: str) -> str:
@@ -47,64 +50,88 @@ def _memory_family(memory_type: str) -> str:
     return "GDDR"
 
 
-def device_perf(hw: Hardware, calibration: Calibration | None = None, calibration_source: str = "") -> DevicePerf:
-    """Resolve attainable rates: measured where the calibration has them, defaults elsewhere."""
-    notes: list[str] = []
-    frac = D.MATMUL_FRACTION.get(hw.vendor.upper(), D.MATMUL_FRACTION_OTHER)
-    matrix = {p: t * 1e12 * frac.value for p, t in hw.dense_tops.items()}
-    bw_default = D.BANDWIDTH_FRACTION[_memory_family(hw.memory_type)]
-    bandwidth = hw.memory_bandwidth_bytes_per_s * bw_default.value
-    floor_s, gap_s, eager_s = D.KERNEL_FLOOR_S.value, D.KERNEL_GAP_S.value, D.EAGER_OP_S.value
-    kind_floor = {**D.KIND_FLOOR_S, "depthwise": D.DEPTHWISE_FLOOR_S, "batch_norm_fp32": D.BATCH_NORM_FP32_FLOOR_S}
-    calibrated = calibration is not None
-    if calibration is not None:
-        ratios = [calibration.measured_tops[p] / hw.dense_tops[p]
-                  for p in calibration.measured_tops if p in hw.dense_tops]
-        fill = statistics.median(ratios) if ratios else frac.value
-        matrix = {p: t * 1e12 * fill for p, t in hw.dense_tops.items()}
-        for p, tops in calibration.measured_tops.items():
-            if p in matrix:
-                matrix[p] = tops * 1e12
-        missing = sorted(set(hw.dense_tops) - set(calibration.measured_tops))
-        if missing:
-            notes.append(f"not measured, scaled by the median measured/datasheet ratio {fill:.2f}: "
-                         f"{', '.join(missing)}")
-        bandwidth = calibration.memory_bandwidth_bytes_per_s
-        sus = calibration.sustained
-        if sus is not None and sus.throttled and sus.precision in calibration.measured_tops:
-            burst = calibration.measured_tops[sus.precision]
-            notes.append(f"burst rates: under a sustained {sus.precision} load this card ran at "
-                         f"{sus.tops_median:.0f} TOPS ({sus.tops_median / burst:.0%} of the measured "
-                         f"{burst:.0f}; {', '.join(sus.throttle_reasons) or 'throttled'})")
-        if calibration.kernel_graph_us:
-            # the probe times a trivial kernel; real kernels' floor and gap scale with it
-            scale = calibration.kernel_graph_us * 1e-6 / D.TINY_KERNEL_REFERENCE_S.value
-            floor_s, gap_s = floor_s * scale, gap_s * scale
-            kind_floor = {k: v * scale for k, v in kind_floor.items()}
-        if calibration.kernel_eager_us:
-            # a model's operator also pays nn.Module and Python overhead: scale, don't replace
-            eager_s = eager_s * calibration.kernel_eager_us * 1e-6 / D.EAGER_LAUNCH_REFERENCE_S.value
-    else:
-        notes.append(f"matrix peaks = {frac.value:.0%} of datasheet dense ({frac.source})")
-        notes.append(f"bandwidth = {bw_default.value:.0%} of datasheet ({bw_default.source})")
-    vector = hw.dense_tops["fp32"] * 1e12 * D.VECTOR_FRACTION.value
-    samples: dict[str, tuple] = {}
-    if calibration is not None:
-        import numpy as np
+@dataclass
+class _Rates:
+    """The device-level numbers while they are being resolved (defaults first, then measurements)."""
 
-        for p in {s.precision for s in calibration.gemm_samples}:
-            # short GEMMs are dominated by the timing's fixed cost (events, L2 flush): only long ones inform
-            rows = [s for s in calibration.gemm_samples if s.precision == p
-                    and 2.0 * s.m * s.n * s.k * s.batch / (s.tops * 1e12) >= D.GEMM_SAMPLE_MIN_S.value]
-            if not rows:
-                continue
-            coords = np.log2(np.array([[s.m, s.n, s.k * s.batch] for s in rows], dtype=np.float64))
-            dims = np.array([[s.m, s.n, s.k, s.batch] for s in rows], dtype=np.float64)
-            seconds = np.array([2.0 * s.m * s.n * s.k * s.batch / (s.tops * 1e12) for s in rows])
-            samples[p] = (coords, dims, seconds)
+    matrix: dict[str, float]
+    bandwidth: float
+    floor_s: float
+    gap_s: float
+    eager_s: float
+    kind_floor: dict[str, float]
+    notes: list[str]
+
+
+def _datasheet_rates(hw: Hardware, d: RooflineDefaults) -> _Rates:
+    frac = d.matmul_fraction.get(hw.vendor.upper(), d.matmul_fraction_other)
+    bw = d.bandwidth_fraction[_memory_family(hw.memory_type)]
+    return _Rates(
+        matrix={p: t * 1e12 * frac.value for p, t in hw.dense_tops.items()},
+        bandwidth=hw.memory_bandwidth_bytes_per_s * bw.value, floor_s=d.kernel_floor_s.value,
+        gap_s=d.kernel_gap_s.value, eager_s=d.eager_op_s.value, kind_floor=dict(d.kind_floor_s),
+        notes=[f"matrix peaks = {frac.value:.0%} of datasheet dense ({frac.source})",
+               f"bandwidth = {bw.value:.0%} of datasheet ({bw.source})"])
+
+
+def _calibrated_rates(hw: Hardware, cal: Calibration, d: RooflineDefaults) -> _Rates:
+    r = _datasheet_rates(hw, d)
+    r.notes = []
+    ratios = [cal.measured_tops[p] / hw.dense_tops[p] for p in cal.measured_tops if p in hw.dense_tops]
+    frac = d.matmul_fraction.get(hw.vendor.upper(), d.matmul_fraction_other)
+    fill = statistics.median(ratios) if ratios else frac.value
+    r.matrix = {p: t * 1e12 * fill for p, t in hw.dense_tops.items()}
+    r.matrix.update({p: tops * 1e12 for p, tops in cal.measured_tops.items() if p in r.matrix})
+    missing = sorted(set(hw.dense_tops) - set(cal.measured_tops))
+    if missing:
+        r.notes.append(f"not measured, scaled by the median measured/datasheet ratio {fill:.2f}: "
+                       f"{', '.join(missing)}")
+    r.bandwidth = cal.memory_bandwidth_bytes_per_s
+    sus = cal.sustained
+    if sus is not None and sus.throttled and sus.precision in cal.measured_tops:
+        burst = cal.measured_tops[sus.precision]
+        r.notes.append(f"burst rates: under a sustained {sus.precision} load this card ran at "
+                       f"{sus.tops_median:.0f} TOPS ({sus.tops_median / burst:.0%} of the measured "
+                       f"{burst:.0f}; {', '.join(sus.throttle_reasons) or 'throttled'})")
+    if cal.kernel_graph_us:
+        # the probe times a trivial kernel; real kernels' floor and gap scale with it
+        scale = cal.kernel_graph_us * 1e-6 / d.tiny_kernel_reference_s.value
+        r.floor_s, r.gap_s = r.floor_s * scale, r.gap_s * scale
+        r.kind_floor = {k: v * scale for k, v in r.kind_floor.items()}
+    if cal.kernel_eager_us:
+        # a model's operator also pays nn.Module and Python overhead: scale, don't replace
+        r.eager_s = r.eager_s * cal.kernel_eager_us * 1e-6 / d.eager_launch_reference_s.value
+    return r
+
+
+def gemm_samples(cal: Calibration, d: RooflineDefaults) -> dict[str, tuple]:
+    """The probe's long GEMMs per precision: (log2 coordinates, dims, seconds). Short ones are dominated by the
+    timing's fixed cost (events, L2 flush), so only those over ``gemm_sample_min_s`` inform predictions."""
+    samples: dict[str, tuple] = {}
+    for p in {s.precision for s in cal.gemm_samples}:
+        rows = [s for s in cal.gemm_samples if s.precision == p
+                and 2.0 * s.m * s.n * s.k * s.batch / (s.tops * 1e12) >= d.gemm_sample_min_s.value]
+        if not rows:
+            continue
+        coords = np.log2(np.array([[s.m, s.n, s.k * s.batch] for s in rows], dtype=np.float64))
+        dims = np.array([[s.m, s.n, s.k, s.batch] for s in rows], dtype=np.float64)
+        seconds = np.array([2.0 * s.m * s.n * s.k * s.batch / (s.tops * 1e12) for s in rows])
+        samples[p] = (coords, dims, seconds)
+    return samples
+
+
+def device_perf(hw: Hardware, calibration: Calibration | None = None, calibration_source: str = "",
+                defaults: RooflineDefaults = DEFAULTS) -> DevicePerf:
+    """Resolve attainable rates: measured where the calibration has them, ``defaults`` elsewhere."""
+    d = defaults
+    r = _calibrated_rates(hw, calibration, d) if calibration is not None else _datasheet_rates(hw, d)
+    if not hw.compute_units:
+        r.notes.append(f"compute units not in the catalog: {d.compute_units_unknown.value:.0f} "
+                       f"({d.compute_units_unknown.source})")
     return DevicePerf(
-        hardware=hw, matrix_ops_per_s=matrix, vector_ops_per_s=vector, bandwidth_bytes_per_s=bandwidth,
-        kernel_floor_s=floor_s, kind_floor_s=kind_floor, kernel_gap_s=gap_s, eager_op_s=eager_s, eager_extra_kernel_s=D.EAGER_EXTRA_KERNEL_S.value,
-        eager_no_kernel_op_s=D.EAGER_NO_KERNEL_OP_S.value, calibrated=calibrated,
-        calibration_source=calibration_source, assumptions=tuple(notes), gemm_samples=samples,
-    )
+        hardware=hw, matrix_ops_per_s=r.matrix, vector_ops_per_s=hw.dense_tops["fp32"] * 1e12 * d.vector_fraction.value,
+        bandwidth_bytes_per_s=r.bandwidth, kernel_floor_s=r.floor_s, kind_floor_s=r.kind_floor,
+        kernel_gap_s=r.gap_s, eager_op_s=r.eager_s, eager_extra_kernel_s=d.eager_extra_kernel_s.value,
+        eager_no_kernel_op_s=d.eager_no_kernel_op_s.value, calibrated=calibration is not None,
+        calibration_source=calibration_source, assumptions=tuple(r.notes),
+        gemm_samples=gemm_samples(calibration, d) if calibration is not None else {}, defaults=d)

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from .defaults import GEMM_ALIGNMENT, GEMM_K_HALF, GEMM_TILES, SKINNY_MAX_ROWS, SKINNY_TILE_ROWS
+from .defaults import DEFAULTS, RooflineDefaults
 
 
 def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, units: int,
                     max_split_k: np.ndarray | float = 4.0, element_bytes: np.ndarray | float = 2.0,
-                    tiles: tuple[tuple[int, int, float], ...] = GEMM_TILES) -> np.ndarray:
+                    tiles: tuple[tuple[int, int, float], ...] | None = None,
+                    defaults: RooflineDefaults = DEFAULTS) -> np.ndarray:
     """Fraction (0..1] of the large-GEMM rate reached by ``batch`` x (m x k)(k x n) products.
 
     ``max_split_k``: how far the library splits K to fill the machine (cuBLAS does for matmuls; cuDNN's
     implicit-GEMM convolutions mostly do not: pass 1). ``element_bytes`` sets the alignment penalty: rows whose
     length (n or k) is not a multiple of 16 bytes force slower kernels. Shapes with m == 0 (no GEMM known)
-    get 1.0.
+    get 1.0. ``tiles``: the tile set (default: ``defaults.gemm_tiles``).
     """
+    d = defaults
+    tiles = d.gemm_tiles if tiles is None else tiles
     m = np.asarray(m, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     k = np.asarray(k, dtype=np.float64)
@@ -30,27 +33,29 @@ def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarr
     best = np.zeros_like(ms)
     for tm, tn, quality in tiles:
         tiles_m, tiles_n = np.ceil(ms / tm), np.ceil(ns / tn)
-        tiles = tiles_m * tiles_n * b
+        count = tiles_m * tiles_n * b
         padding = (ms * ns) / (tiles_m * tm * tiles_n * tn)
-        # split K when there are too few tiles to fill the machine (each split keeps >= 256 of K)
-        split = np.clip(np.floor(units / tiles), 1.0,
-                        np.minimum(np.maximum(np.floor(ks / 256.0), 1.0), max_split_k))
-        work = tiles * split
+        # split K when there are too few tiles to fill the machine (each split keeps split_k_min_depth of K)
+        split = np.clip(np.floor(units / count), 1.0,
+                        np.minimum(np.maximum(np.floor(ks / d.split_k_min_depth), 1.0), max_split_k))
+        work = count * split
         waves = np.ceil(work / units)
         occupancy = work / (waves * units)
         eff = quality * padding * occupancy
-        if tm <= SKINNY_TILE_ROWS:
+        if tm <= d.skinny_tile_rows:
             # GEMV-like kernels stream the weights for a handful of rows; with more rows a library tiles
-            eff = np.where(ms <= SKINNY_MAX_ROWS, eff, 0.0)
+            eff = np.where(ms <= d.skinny_max_rows, eff, 0.0)
         best = np.maximum(best, eff)
-    ramp = ks / (ks + GEMM_K_HALF)
-    return np.where(known, np.clip(best * ramp * alignment_factor(ns, ks, element_bytes), 1e-4, 1.0), 1.0)
+    ramp = ks / (ks + d.gemm_k_half)
+    aligned = alignment_factor(ns, ks, element_bytes, d.gemm_alignment)
+    return np.where(known, np.clip(best * ramp * aligned, 1e-4, 1.0), 1.0)
 
 
-def alignment_factor(n: np.ndarray, k: np.ndarray, element_bytes: np.ndarray | float) -> np.ndarray:
+def alignment_factor(n: np.ndarray, k: np.ndarray, element_bytes: np.ndarray | float,
+                     table: dict[float, float] = DEFAULTS.gemm_alignment) -> np.ndarray:
     """Penalty for rows not aligned to 16 bytes (the vector width tensor-core kernels load with).
 
-    The largest power-of-two byte alignment common to n and k picks the factor from GEMM_ALIGNMENT.
+    The largest power-of-two byte alignment common to n and k picks the factor from ``table``.
     """
     eb = np.asarray(element_bytes, dtype=np.float64)
     align = np.full(np.broadcast(n, k).shape, 16.0)
@@ -61,21 +66,21 @@ def alignment_factor(n: np.ndarray, k: np.ndarray, element_bytes: np.ndarray | f
             a = np.where(np.mod(row, b) == 0, b, a)
         align = np.minimum(align, a)
     factor = np.ones_like(align)
-    for bytes_, f in GEMM_ALIGNMENT.items():
+    for bytes_, f in table.items():
         factor = np.where(align == bytes_, f, factor)
     return factor
 
 
 def attention_efficiency(q_len: np.ndarray, kv_len: np.ndarray, heads: np.ndarray, units: int,
-                         block_rows: float = 128.0) -> np.ndarray:
+                         block_rows: float = 128.0, k_half: float = DEFAULTS.gemm_k_half) -> np.ndarray:
     """Fraction (0..1] of the attention rate a fused kernel reaches (FlashAttention, PyTorch's
     memory-efficient kernel): each thread block owns ``block_rows`` queries of one head and loops over all the
     keys, so the parallel work is ceil(q_len / block_rows) x heads blocks, run in waves; the loop's prologue and
-    epilogue are amortised over the keys. (The head dimension's share is ``predict.head_dim_use``.)"""
+    epilogue are amortised over the keys. (The head dimension's share is ``rates.head_dim_use``.)"""
     m = np.maximum(np.asarray(q_len, dtype=np.float64), 1.0)
     kv = np.maximum(np.asarray(kv_len, dtype=np.float64), 1.0)
     bh = np.maximum(np.asarray(heads, dtype=np.float64), 1.0)
     blocks = np.ceil(m / block_rows) * bh
     padding = m / (np.ceil(m / block_rows) * block_rows)
     occupancy = blocks / (np.ceil(blocks / units) * units)
-    return np.clip(padding * occupancy * kv / (kv + GEMM_K_HALF), 1e-4, 1.0)
+    return np.clip(padding * occupancy * kv / (kv + k_half), 1e-4, 1.0)

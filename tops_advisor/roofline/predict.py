@@ -16,16 +16,14 @@ import numpy as np
 
 from ..calibration import Calibration
 from ..catalog import Hardware
-from ..errors import InputError, UnsupportedPrecisionError
+from ..errors import InputError
 from ..units import BYTES_PER_ELEMENT
 from ..workload import OP_KINDS, Workload
-from . import defaults as D
+from . import rates
 from .device import DevicePerf, device_perf
-from .efficiency import attention_efficiency, gemm_efficiency
 
 Mode = Literal["graph", "eager"]
 MODES = ("graph", "eager")
-TENSOR_KINDS = ("matmul", "conv", "attention")
 BOUNDS = ("compute", "memory", "overhead")
 
 
@@ -147,7 +145,6 @@ def _arrays(w: Workload) -> dict:
         "kernels": np.array([o.kernels for o in ops], dtype=np.float64),
         "strided": np.array([o.strided for o in ops], dtype=bool),
         "internal": np.array([o.internal for o in ops], dtype=bool),
-        "name": np.array([o.name for o in ops]),
         "kind": np.array([kind_index.get(o.kind, kind_index["other"]) for o in ops], dtype=np.int64),
         "dtype": np.array([o.dtype for o in ops]),
         "m": np.array([o.gemm.m if o.gemm else 0 for o in ops], dtype=np.float64),
@@ -156,6 +153,7 @@ def _arrays(w: Workload) -> dict:
         "b": np.array([o.gemm.batch if o.gemm else 0 for o in ops], dtype=np.float64),
         "window": np.array([o.gemm.window if o.gemm else 1 for o in ops], dtype=np.float64),
         "spatial": np.array([o.gemm.spatial_dims if o.gemm else 0 for o in ops], dtype=np.float64),
+        "family": np.array([o.family for o in ops]),
     }
     _ARRAYS[id(w)] = (weakref.ref(w), a)
     if len(_ARRAYS) > 256:
@@ -164,103 +162,27 @@ def _arrays(w: Workload) -> dict:
     return a
 
 
-def matrix_precision(dtype: str, kind: str, hw: Hardware, tf32_matmul: bool) -> str:
-    """The peak a tensor operator uses. PyTorch runs fp32 convolutions in TF32 by default
-    (cudnn.allow_tf32=True) and fp32 matmuls in plain FP32 (unless TF32 matmuls are switched on)."""
-    if dtype == "fp32" and "tf32" in hw.dense_tops and (kind == "conv" or tf32_matmul):
-        return "tf32"
-    return dtype
-
-
-def _rate_per_op(a: dict, perf: DevicePerf, tf32_matmul: bool) -> tuple[np.ndarray, np.ndarray]:
-    hw = perf.hardware
-    kinds = a["kind"]
-    n_ops = kinds.shape[0]
-    rate = np.full(n_ops, perf.vector_ops_per_s)
-    precision = np.array(["vector"] * n_ops, dtype=object)
-    tensor_mask = np.isin(kinds, [OP_KINDS.index(k) for k in TENSOR_KINDS]) & (a["flops"] > 0)
-    depthwise = _depthwise(a)
-    tensor_mask &= ~depthwise
-    if depthwise.any():
-        # direct depthwise kernels are slow per operation: a 7x7 window costs 5.4x a 3x3 one
-        dw_factor = np.where(a["dtype"] == "fp32", D.DEPTHWISE_VECTOR_FACTOR_FP32, D.DEPTHWISE_VECTOR_FACTOR)
-        dw_factor = np.where(a["spatial"] == 1, np.where(a["dtype"] == "fp32", D.DEPTHWISE_1D_VECTOR_FACTOR_FP32,
-                                                         D.DEPTHWISE_1D_VECTOR_FACTOR), dw_factor)
-        rate = np.where(depthwise, perf.vector_ops_per_s * dw_factor, rate)
-    if tensor_mask.any():
-        split = np.array([D.MAX_SPLIT_K.get(k, 1.0) for k in OP_KINDS])[kinds]
-        # alignment matters for tensor-core matmuls only (cuDNN pads convolutions, flash attention any length)
-        elem = np.array([BYTES_PER_ELEMENT.get(str(d), 2.0) for d in a["dtype"]])
-        elem = np.where((kinds == OP_KINDS.index("matmul")) & (a["dtype"] != "fp32"), elem, 16.0)
-        eff = gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units, split, elem)
-        eff_simt = gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units,
-                                   np.minimum(split, D.MAX_SPLIT_K_SIMT), elem,
-                                   tiles=D.GEMM_TILES_SIMT)
-        for kind in TENSOR_KINDS:
-            factor = D.KIND_COMPUTE_FACTOR[kind].value
-            kmask = tensor_mask & (kinds == OP_KINDS.index(kind))
-            for dt in np.unique(a["dtype"][kmask]):
-                mask = kmask & (a["dtype"] == dt)
-                prec = matrix_precision(str(dt), kind, hw, tf32_matmul)
-                peak = perf.matrix_ops_per_s.get(prec)
-                if peak is None:
-                    raise UnsupportedPrecisionError(
-                        f"{hw.id} has no {prec} peak for {kind} operators; "
-                        f"it has {', '.join(hw.dense_tops)}", hint="choose one of those with --dtype")
-                if kind == "conv" and prec == "tf32":
-                    factor = D.CONV_TF32_FACTOR.value
-                rate[mask] = peak * factor * (eff_simt[mask] if prec in ("fp32", "fp64") else eff[mask])
-                if kind == "conv":
-                    # a pointwise convolution is a plain GEMM over the channels: GEMM kernels, GEMM's rate
-                    pw = mask & (a["window"] == 1)
-                    rate[pw] = peak * (eff_simt[pw] if prec in ("fp32", "fp64") else eff[pw])
-                if kind == "attention":
-                    # fused attention: query blocks x heads in waves, keys looped (FlashAttention-2: 128-row
-                    # blocks; the fp32 memory-efficient kernel: 64)
-                    rows = 64.0 if prec in ("fp32", "fp64") else 128.0
-                    rate[mask] = peak * factor * head_dim_use(a["k"][mask], prec) * attention_efficiency(
-                        a["m"][mask], a["n"][mask], a["b"][mask], perf.compute_units, rows)
-                precision[mask] = prec
-    return rate, precision
-
-
-def head_dim_use(head_dim: np.ndarray, precision: str) -> np.ndarray:
-    """Fraction of a fused attention kernel's work that is the real head dimension: kernels are compiled for
-    a few head dims and run the next one up. FlashAttention (fp16/bf16): multiples of 32 up to 256 (a head dim
-    of 40 runs the 64 kernel); PyTorch's memory-efficient kernel (fp32): 64, 128, then any. H200 sweep
-    (benchmarks/results/h200_sweep.json): fp32 attention with head dim 36, 40 and 64 at batch 32 all take
-    80 us; 32 takes 70."""
-    d = np.maximum(np.asarray(head_dim, dtype=np.float64), 1.0)
-    if precision in ("fp32", "fp64", "tf32"):
-        tier = np.where(d <= 64, 64.0, np.where(d <= 128, 128.0, d))
-    else:
-        tier = np.where(d <= 256, np.ceil(d / 32.0) * 32.0, d)
-    return d / tier
-
-
-def _gemm_sample_correction(a, perf: DevicePerf, precision, compute, memory, tf32_matmul):
+def _gemm_sample_correction(a: dict, perf: DevicePerf, precision: np.ndarray, compute: np.ndarray,
+                            memory: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """With a calibration: scale each matmul's time by measured / modelled time of the nearest probed GEMM
-    (nearest in log2 of m, n and k x batch, same precision). Clipped to [1/3, 3]."""
+    (nearest in log2 of m, n and k x batch, same precision), clipped to ``gemm_sample_clip`` either way."""
+    d = perf.defaults
     compute, memory = compute.copy(), memory.copy()
     is_mm = (a["kind"] == OP_KINDS.index("matmul")) & (a["m"] > 0)
     for prec, (coords, dims, seconds) in perf.gemm_samples.items():
         mask = is_mm & (precision == prec)
-        if not mask.any():
-            continue
-        # the model's own time for each probed shape, computed the way ops are
-        probe = {"m": dims[:, 0], "n": dims[:, 1], "k": dims[:, 2], "b": dims[:, 3]}
-        eff = gemm_efficiency(probe["m"], probe["n"], probe["k"], probe["b"], perf.compute_units,
-                              D.MAX_SPLIT_K_SIMT if prec in ("fp32", "fp64") else D.MAX_SPLIT_K["matmul"],
-                              BYTES_PER_ELEMENT.get(prec, 2.0) if prec != "fp32" else 16.0,
-                              tiles=D.GEMM_TILES_SIMT if prec in ("fp32", "fp64") else D.GEMM_TILES)
         peak = perf.matrix_ops_per_s.get(prec)
-        if peak is None:
+        if not mask.any() or peak is None:
             continue
+        # the model's own time for each probed shape, computed the way operators are
+        probe = {"m": dims[:, 0], "n": dims[:, 1], "k": dims[:, 2], "b": dims[:, 3],
+                 "dtype": np.array([prec] * len(dims))}
+        eff = rates._tile_efficiency(probe, perf, "matmul", prec, aligned=False)
         flops = 2.0 * dims[:, 0] * dims[:, 1] * dims[:, 2] * dims[:, 3]
         elem = BYTES_PER_ELEMENT.get(prec, 2.0)
         nbytes = elem * dims[:, 3] * (dims[:, 0] * dims[:, 2] + dims[:, 2] * dims[:, 1] + dims[:, 0] * dims[:, 1])
         modelled = np.maximum(flops / (peak * eff), nbytes / perf.bandwidth_bytes_per_s)
-        ratio = np.clip(seconds / modelled, 1 / 3, 3.0)
+        ratio = np.clip(seconds / modelled, 1 / d.gemm_sample_clip, d.gemm_sample_clip)
         idx = np.flatnonzero(mask)
         op_coords = np.log2(np.stack([a["m"][idx], a["n"][idx], a["k"][idx] * np.maximum(a["b"][idx], 1)], 1))
         nearest = np.argmin(((op_coords[:, None, :] - coords[None, :, :]) ** 2).sum(-1), axis=1)
@@ -269,10 +191,74 @@ def _gemm_sample_correction(a, perf: DevicePerf, precision, compute, memory, tf3
     return compute, memory
 
 
-def _depthwise(a: dict) -> np.ndarray:
-    """Depthwise-like convolutions (few output channels per group): direct kernels on the CUDA cores."""
-    return ((a["kind"] == OP_KINDS.index("conv")) & (a["b"] > 1)
-            & (a["n"] <= D.DEPTHWISE_MAX_CHANNELS_PER_GROUP) & (a["n"] > 0))
+@dataclass(frozen=True)
+class _DeviceTimes:
+    """Per-operator device time and its parts (seconds)."""
+
+    precision: np.ndarray
+    compute: np.ndarray
+    memory: np.ndarray
+    floor: np.ndarray
+    gap: np.ndarray
+
+    @property
+    def work(self) -> np.ndarray:
+        return np.maximum(self.compute, self.memory)
+
+    @property
+    def device(self) -> np.ndarray:
+        return self.work + self.floor + self.gap
+
+    @property
+    def bound(self) -> np.ndarray:
+        """0 compute, 1 memory, 2 overhead (the floor exceeds the work)."""
+        return np.where(self.floor > self.work, 2, np.where(self.compute >= self.memory, 0, 1))
+
+
+def device_times(a: dict, perf: DevicePerf, tf32_matmul: bool = False) -> _DeviceTimes:
+    """Each operator on the device: max(compute, memory) + its floor + the gap after each kernel."""
+    cls = rates.op_classes(a, perf.defaults)
+    rate, precision = rates.compute_rates(a, cls, perf, tf32_matmul)
+    bandwidth = perf.bandwidth_bytes_per_s * rates.bandwidth_factors(a, cls, perf.defaults)
+    compute = np.divide(a["flops"], rate, out=np.zeros_like(rate), where=a["flops"] > 0)
+    memory = a["bytes"] / bandwidth
+    if perf.gemm_samples:
+        compute, memory = _gemm_sample_correction(a, perf, precision, compute, memory)
+    return _DeviceTimes(precision, compute, memory, rates.floors(a, cls, perf), a["kernels"] * perf.kernel_gap_s)
+
+
+def eager_timeline(a: dict, device: np.ndarray, perf: DevicePerf, functional: bool) -> tuple[float, float]:
+    """Eager PyTorch: the host launches operator after operator while the device runs behind it; the forward
+    ends when the last kernel does. Returns (latency, host time)."""
+    if not device.size:
+        return 0.0, 0.0
+    k = a["kernels"]
+    op_s = perf.eager_op_s
+    if functional:  # no nn.Module call around each operator (same calibration scaling)
+        op_s *= perf.defaults.eager_functional_op_s.value / perf.defaults.eager_op_s.value
+    host = np.where(k >= 1, op_s + np.maximum(k - 1, 0) * perf.eager_extra_kernel_s, perf.eager_no_kernel_op_s)
+    host = np.where(a["internal"], k * perf.eager_extra_kernel_s, host)
+    issue = np.cumsum(host)                    # when the host has launched op j
+    suffix = np.cumsum(device[::-1])[::-1]     # device work from op j to the end
+    host_total = float(issue[-1])
+    return max(float((issue + suffix).max()), host_total), host_total
+
+
+def _time_by_bound(t: _DeviceTimes, host_wait_s: float) -> dict[str, float]:
+    bound, work = t.bound, t.work
+    return {"compute": float(np.where(bound == 0, work, 0).sum()),
+            "memory": float(np.where(bound == 1, work, 0).sum()),
+            "overhead": float(t.gap.sum() + np.where(bound == 2, t.floor, 0).sum() + host_wait_s)}
+
+
+def _assumptions(mode: str, perf: DevicePerf, dtype: str, tf32_matmul: bool) -> tuple[str, ...]:
+    out = (f"mode {mode}: " + ("CUDA graph replay, no host launch cost" if mode == "graph"
+                               else "eager PyTorch, host launch cost per operator overlapping the device"),
+           *perf.assumptions)
+    if dtype == "fp32":
+        out += ("fp32: convolutions in TF32 (PyTorch default), matmuls in "
+                + ("TF32 (--tf32)" if tf32_matmul else "plain FP32 (PyTorch default)"),)
+    return out
 
 
 def predict(workload: Workload, hardware: Hardware, calibration: Calibration | None = None,
@@ -283,79 +269,27 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
         raise InputError(f"unknown mode {mode!r}; expected graph or eager")
     perf = perf or device_perf(hardware, calibration, calibration_source)
     a = _arrays(workload)
-    rate, precision = _rate_per_op(a, perf, tf32_matmul)
-    bw_factor = np.array([D.KIND_BANDWIDTH_FACTOR.get(k, 0.8) for k in OP_KINDS])[a["kind"]]
-    half = np.isin(a["dtype"], ("fp16", "bf16"))
-    for kind, (f16, f32) in D.KIND_BANDWIDTH_FACTOR_BY_WIDTH.items():
-        bw_factor = np.where(a["kind"] == OP_KINDS.index(kind), np.where(half, f16, f32), bw_factor)
-    for name, (f16, f32) in D.NORM_BANDWIDTH_FACTOR.items():
-        bw_factor = np.where(a["name"] == name, np.where(half, f16, f32), bw_factor)
-    bw_factor = np.where(_depthwise(a), D.DEPTHWISE_BANDWIDTH_FACTOR, bw_factor)
-    strided_factor = np.array([D.STRIDED_KIND_BANDWIDTH_FACTOR.get(k, D.KIND_BANDWIDTH_FACTOR.get(k, 0.8)
-                                                                   * D.STRIDED_BANDWIDTH_FACTOR)
-                               for k in OP_KINDS])[a["kind"]]
-    bw_factor = np.where(a["strided"], strided_factor, bw_factor)
-    compute = np.divide(a["flops"], rate, out=np.zeros_like(rate), where=a["flops"] > 0)
-    memory = a["bytes"] / (perf.bandwidth_bytes_per_s * bw_factor)
-    if perf.gemm_samples:
-        compute, memory = _gemm_sample_correction(a, perf, precision, compute, memory, tf32_matmul)
-    kind_floor = np.array([perf.kind_floor_s.get(k, perf.kind_floor_s["other"]) for k in OP_KINDS])[a["kind"]]
-    # a pointwise (1x1) convolution runs as a plain GEMM: no layout conversion, the GEMM's floor
-    pointwise = (a["kind"] == OP_KINDS.index("conv")) & (a["window"] == 1)
-    kind_floor = np.where(pointwise, perf.kind_floor_s["matmul"], kind_floor)
-    kind_floor = np.where(_depthwise(a), perf.kind_floor_s["depthwise"], kind_floor)
-    kind_floor = np.where((a["name"] == "aten.native_batch_norm") & (a["dtype"] == "fp32"),
-                          perf.kind_floor_s["batch_norm_fp32"], kind_floor)
-    floor = np.where(a["kernels"] >= 1, kind_floor + np.maximum(a["kernels"] - 1, 0) * perf.kernel_floor_s, 0.0)
-    work = np.maximum(compute, memory)
-    overhead = a["kernels"] * perf.kernel_gap_s
-    device = work + floor + overhead
-    bound_idx = np.where(floor > work, 2, np.where(compute >= memory, 0, 1))
-
+    t = device_times(a, perf, tf32_matmul)
+    device = t.device
     device_total = float(device.sum())
-    host_total = 0.0
-    latency = device_total
-    if mode == "eager":
-        k = a["kernels"]
-        op_s = perf.eager_op_s
-        if workload.functional:  # no nn.Module call around each operator (same calibration scaling)
-            op_s *= D.EAGER_FUNCTIONAL_OP_S.value / D.EAGER_OP_S.value
-        host = np.where(k >= 1, op_s + np.maximum(k - 1, 0) * perf.eager_extra_kernel_s,
-                        perf.eager_no_kernel_op_s)
-        host = np.where(a["internal"], k * perf.eager_extra_kernel_s, host)
-        issue = np.cumsum(host)                    # when the host has launched op j
-        suffix = np.cumsum(device[::-1])[::-1]     # device work from op j to the end
-        host_total = float(issue[-1]) if issue.size else 0.0
-        latency = max(float((issue + suffix).max()) if issue.size else 0.0, host_total)
-
-    by_bound = {
-        "compute": float(np.where(bound_idx == 0, work, 0).sum()),
-        "memory": float(np.where(bound_idx == 1, work, 0).sum()),
-        "overhead": float(overhead.sum() + np.where(bound_idx == 2, floor, 0).sum() + (latency - device_total)),
-    }
-    bound = max(by_bound, key=by_bound.get)
-
-    main_precision = _main_precision(a["flops"], precision, workload.dtype, hardware)
-    peak = hardware.peak_ops_per_s(main_precision) or 0.0
+    latency, host_total = (eager_timeline(a, device, perf, workload.functional) if mode == "eager"
+                           else (device_total, 0.0))
+    by_bound = _time_by_bound(t, latency - device_total)
+    main_precision = _main_precision(a["flops"], t.precision, workload.dtype, hardware)
     required = (workload.param_bytes + workload.activation_peak_bytes + workload.input_bytes
-                + D.RUNTIME_MEMORY_BYTES.value)
-    assumptions = (f"mode {mode}: " + ("CUDA graph replay, no host launch cost" if mode == "graph"
-                                       else "eager PyTorch, host launch cost per operator overlapping the device"),
-                   *perf.assumptions)
-    if workload.dtype == "fp32":
-        assumptions += ("fp32: convolutions in TF32 (PyTorch default), matmuls in "
-                        + ("TF32 (--tf32)" if tf32_matmul else "plain FP32 (PyTorch default)"),)
+                + perf.defaults.runtime_memory_bytes.value)
     return Prediction(
         hardware=hardware.id, workload=workload.name, batch=workload.batch, dtype=workload.dtype,
         precision=main_precision, mode=mode, calibrated=perf.calibrated,
         calibration_source=perf.calibration_source, latency_s=latency, device_time_s=device_total,
         host_time_s=host_total, flops=float(a["flops"].sum()), bytes=float(a["bytes"].sum()),
-        kernels=int(a["kernels"].sum()), peak_ops_per_s=peak, time_by_bound_s=by_bound, bound=bound,
+        kernels=int(a["kernels"].sum()), peak_ops_per_s=hardware.peak_ops_per_s(main_precision) or 0.0,
+        time_by_bound_s=by_bound, bound=max(by_bound, key=by_bound.get),
         memory_required_bytes=required, memory_capacity_bytes=hardware.memory_bytes,
-        fits_memory=required <= hardware.memory_bytes, assumptions=assumptions,
-        _arrays={"precision": precision, "compute": compute, "memory": memory,
-                 "overhead": overhead + np.maximum(floor - work, 0.0),
-                 "device": device, "bound": bound_idx},
+        fits_memory=required <= hardware.memory_bytes,
+        assumptions=_assumptions(mode, perf, workload.dtype, tf32_matmul),
+        _arrays={"precision": t.precision, "compute": t.compute, "memory": t.memory,
+                 "overhead": t.gap + np.maximum(t.floor - t.work, 0.0), "device": device, "bound": t.bound},
         _workload_ref=workload,
     )
 
@@ -369,7 +303,3 @@ def _main_precision(flops: np.ndarray, precision: np.ndarray, dtype: str, hw: Ha
     if totals:
         return max(totals, key=totals.get)
     return dtype if dtype in hw.dense_tops else "fp32"
-
-
-def bytes_per_element(dtype: str) -> float:
-    return BYTES_PER_ELEMENT[dtype]

@@ -1,0 +1,171 @@
+"""What each operator can attain on a device: its compute rate, bandwidth share and floor, by operator class.
+
+Every operator falls in one class (``op_classes``), and each class has one small function that returns its
+rate from the device and the defaults. All are pure functions of one operator's own fields (vectorised over the
+operators of that class): an operator's prediction never depends on the rest of the workload.
+
+    vector          elementwise, norms, softmax, pooling, copies: the vector rate (they are memory-bound)
+    gemm            matmuls: the tensor-core peak x GEMM tile efficiency
+    conv            convolutions on tensor cores: the GEMM of their implicit GEMM x the convolution factor
+    pointwise_conv  1x1 convolutions: plain GEMMs over the channels, the GEMM rate and floor
+    depthwise       few output channels per group: direct kernels on the vector units
+    attention       fused attention: query blocks x heads in waves, head dims padded to a compiled tier
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..catalog import Hardware
+from ..errors import UnsupportedPrecisionError
+from ..units import BYTES_PER_ELEMENT
+from ..workload import OP_KINDS
+from .defaults import RooflineDefaults
+from .device import DevicePerf
+from .efficiency import attention_efficiency, gemm_efficiency
+
+CLASSES = ("vector", "gemm", "conv", "pointwise_conv", "depthwise", "attention")
+SIMT_PRECISIONS = ("fp32", "fp64")   # no tensor cores: SIMT GEMM kernels
+_KIND = {k: i for i, k in enumerate(OP_KINDS)}
+
+
+def op_classes(a: dict, d: RooflineDefaults) -> np.ndarray:
+    """The class (index into CLASSES) of each operator, from its kind and GEMM shape alone."""
+    kind = a["kind"]
+    conv = kind == _KIND["conv"]
+    depthwise = conv & (a["b"] > 1) & (a["n"] > 0) & (a["n"] <= d.depthwise_max_channels_per_group)
+    cls = np.zeros(kind.shape[0], dtype=np.int64)
+    cls[kind == _KIND["matmul"]] = CLASSES.index("gemm")
+    cls[conv] = CLASSES.index("conv")
+    cls[conv & (a["window"] == 1)] = CLASSES.index("pointwise_conv")
+    cls[kind == _KIND["attention"]] = CLASSES.index("attention")
+    cls[depthwise] = CLASSES.index("depthwise")
+    return cls
+
+
+def matrix_precision(dtype: str, kind: str, hw: Hardware, tf32_matmul: bool) -> str:
+    """The peak a tensor operator uses. PyTorch runs fp32 convolutions in TF32 by default
+    (cudnn.allow_tf32=True) and fp32 matmuls in plain FP32 (unless TF32 matmuls are switched on)."""
+    if dtype == "fp32" and "tf32" in hw.dense_tops and (kind == "conv" or tf32_matmul):
+        return "tf32"
+    return dtype
+
+
+def _peak(perf: DevicePerf, precision: str, kind: str) -> float:
+    peak = perf.matrix_ops_per_s.get(precision)
+    if peak is None:
+        hw = perf.hardware
+        raise UnsupportedPrecisionError(
+            f"{hw.id} has no {precision} peak for {kind} operators; it has {', '.join(hw.dense_tops)}",
+            hint="choose one of those with --dtype")
+    return peak
+
+
+def _tile_efficiency(a: dict, perf: DevicePerf, split_kind: str, precision: str, aligned: bool) -> np.ndarray:
+    """GEMM tile efficiency of the rows of ``a`` on this device: SIMT tiles for fp32/fp64, tensor-core tiles
+    otherwise. ``aligned``: 16-byte alignment assumed (cuDNN pads convolutions; only matmuls pay for it)."""
+    d = perf.defaults
+    simt = precision in SIMT_PRECISIONS
+    split = d.max_split_k[split_kind]
+    elem = np.array([BYTES_PER_ELEMENT.get(str(t), 2.0) for t in a["dtype"]])
+    elem = np.where(aligned | (a["dtype"] == "fp32"), 16.0, elem)  # fp32 matmuls: SIMT or TF32, no penalty
+    return gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units,
+                           min(split, d.max_split_k_simt) if simt else split, elem,
+                           tiles=d.gemm_tiles_simt if simt else d.gemm_tiles, defaults=d)
+
+
+def gemm_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
+    return _peak(perf, precision, "matmul") * _tile_efficiency(a, perf, "matmul", precision, aligned=False)
+
+
+def conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
+    d = perf.defaults
+    factor = d.conv_tf32_factor.value if precision == "tf32" else d.conv_factor.value
+    return _peak(perf, precision, "conv") * factor * _tile_efficiency(a, perf, "conv", precision, aligned=True)
+
+
+def pointwise_conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
+    """A 1x1 convolution is a plain GEMM over the channels: GEMM kernels, GEMM's rate (cuDNN's split-K and
+    alignment rules, not cuBLAS's)."""
+    return _peak(perf, precision, "conv") * _tile_efficiency(a, perf, "conv", precision, aligned=True)
+
+
+def depthwise_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
+    """Direct depthwise kernels are slow per operation: a share of the vector rate (2-D and 1-D kernels)."""
+    d = perf.defaults
+    wide = 1 if precision == "fp32" else 0
+    factor = np.where(a["spatial"] == 1, d.depthwise_1d_vector_factor[wide], d.depthwise_vector_factor[wide])
+    return perf.vector_ops_per_s * factor
+
+
+def head_dim_use(head_dim: np.ndarray, precision: str, d: RooflineDefaults) -> np.ndarray:
+    """Fraction of a fused attention kernel's work that is the real head dimension (kernels are compiled for
+    a few head dims and run the next one up; see ``RooflineDefaults.attention_head_dim_*``)."""
+    hd = np.maximum(np.asarray(head_dim, dtype=np.float64), 1.0)
+    if precision in ("fp32", "fp64", "tf32"):
+        tier = hd
+        for t in sorted(d.attention_head_dim_tiers_fp32, reverse=True):
+            tier = np.where(hd <= t, t, tier)
+    else:
+        step = d.attention_head_dim_step
+        tier = np.where(hd <= d.attention_head_dim_max, np.ceil(hd / step) * step, hd)
+    return hd / tier
+
+
+def attention_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
+    d = perf.defaults
+    rows = d.attention_block_rows_fp32 if precision in SIMT_PRECISIONS else d.attention_block_rows
+    eff = attention_efficiency(a["m"], a["n"], a["b"], perf.compute_units, rows, d.gemm_k_half)
+    return _peak(perf, precision, "attention") * d.attention_factor.value * head_dim_use(a["k"], precision, d) * eff
+
+
+_RATE = {"gemm": gemm_rate, "conv": conv_rate, "pointwise_conv": pointwise_conv_rate,
+         "depthwise": depthwise_rate, "attention": attention_rate}
+_CLASS_KIND = {"gemm": "matmul", "conv": "conv", "pointwise_conv": "conv", "attention": "attention"}
+
+
+def compute_rates(a: dict, cls: np.ndarray, perf: DevicePerf, tf32_matmul: bool
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Per operator: the compute rate (ops/s) and the peak it runs at ("vector" for the vector units)."""
+    rate = np.full(cls.shape[0], perf.vector_ops_per_s)
+    precision = np.array(["vector"] * cls.shape[0], dtype=object)
+    working = a["flops"] > 0
+    for name, fn in _RATE.items():
+        in_class = (cls == CLASSES.index(name)) & (working | (name == "depthwise"))
+        for dt in np.unique(a["dtype"][in_class]):
+            rows = np.flatnonzero(in_class & (a["dtype"] == dt))
+            kind = _CLASS_KIND.get(name)
+            prec = matrix_precision(str(dt), kind, perf.hardware, tf32_matmul) if kind else str(dt)
+            rate[rows] = fn({key: v[rows] for key, v in a.items()}, perf, prec)
+            if kind:
+                precision[rows] = prec
+    return rate, precision
+
+
+def bandwidth_factors(a: dict, cls: np.ndarray, d: RooflineDefaults) -> np.ndarray:
+    """Per operator: the share of the attainable copy bandwidth its kernels reach."""
+    kinds = a["kind"]
+    half = np.isin(a["dtype"], ("fp16", "bf16"))
+    contiguous = np.array([d.kind_bandwidth_factor[k] for k in OP_KINDS])[kinds]
+    factor = contiguous
+    for kind, (f16, f32) in d.kind_bandwidth_factor_by_width.items():
+        factor = np.where(kinds == _KIND[kind], np.where(half, f16, f32), factor)
+    for family, (f16, f32) in d.norm_bandwidth_factor.items():
+        factor = np.where(a["family"] == family, np.where(half, f16, f32), factor)
+    factor = np.where(cls == CLASSES.index("depthwise"), d.depthwise_bandwidth_factor, factor)
+    strided = np.array([d.strided_kind_bandwidth_factor.get(k, d.kind_bandwidth_factor[k]
+                                                            * d.strided_bandwidth_factor)
+                        for k in OP_KINDS])[kinds]
+    return np.where(a["strided"], strided, factor)
+
+
+def floors(a: dict, cls: np.ndarray, perf: DevicePerf) -> np.ndarray:
+    """Per operator: the shortest device time it can take (its first kernel's floor, then one kernel floor
+    for each further kernel); 0 for operators that launch nothing."""
+    f = perf.kind_floor_s
+    first = np.array([f.get(k, f["other"]) for k in OP_KINDS])[a["kind"]]
+    first = np.where(cls == CLASSES.index("pointwise_conv"), f["matmul"], first)
+    first = np.where(cls == CLASSES.index("depthwise"), f["depthwise"], first)
+    first = np.where((a["family"] == "batch_norm") & (a["dtype"] == "fp32"), f["batch_norm_fp32"], first)
+    k = a["kernels"]
+    return np.where(k >= 1, first + np.maximum(k - 1, 0) * perf.kernel_floor_s, 0.0)
