@@ -72,7 +72,7 @@ def llm_rows(perfs) -> dict:
     rows = {}
     for name, phase, batch, context in LLM_CASES:
         cfg = preset_config(name)
-        for hw, cal, perf in perfs:
+        for hw, cal, _perf in perfs:
             if cal == "calibrated":
                 continue
             for mode in ("graph", "eager"):
