@@ -13,7 +13,10 @@ rank last).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, computed_field, field_serializer
 
 from .advice import advise
 from .calibration import Calibration
@@ -27,6 +30,9 @@ from .workload import Workload
 RANK_BY = ("efficiency", "latency", "throughput", "price")
 SEGMENTS = ("edge", "workstation", "datacenter")
 AUTO_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8")
+
+# A tuple in the model (frozen), a list in its dump (JSON's shape).
+Lines = Annotated[tuple[str, ...], PlainSerializer(list, return_type=list)]
 
 
 @dataclass(frozen=True)
@@ -60,8 +66,11 @@ class Constraints:
                 raise InputError(f"{name} must be greater than zero, got {v}")
 
 
-@dataclass(frozen=True)
-class Recommendation:
+class Recommendation(BaseModel):
+    """One device at its best operating point. Base units; the dump adds ms, TOPS and GB."""
+
+    model_config = ConfigDict(frozen=True)
+
     hardware: str
     name: str
     dtype: str
@@ -80,39 +89,51 @@ class Recommendation:
     headroom: float | None           # latency target / predicted latency (>= 1 meets it)
     calibrated: bool
     memory_required_bytes: float
-    advice: tuple[str, ...] = ()
+    advice: Lines = ()
 
-    def model_dump(self) -> dict:
-        d = asdict(self)
-        d["latency_ms"] = self.latency_s * 1e3
-        d["attainable_tops"] = self.attainable_ops_per_s / 1e12
-        d["memory_required_gb"] = self.memory_required_bytes / 1e9
-        d["advice"] = list(self.advice)
-        return d
+    @computed_field
+    @property
+    def latency_ms(self) -> float:
+        return self.latency_s * 1e3
+
+    @computed_field
+    @property
+    def attainable_tops(self) -> float:
+        return self.attainable_ops_per_s / 1e12
+
+    @computed_field
+    @property
+    def memory_required_gb(self) -> float:
+        return self.memory_required_bytes / 1e9
 
 
-@dataclass(frozen=True)
-class Rejection:
+class Rejection(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     hardware: str
     reason: str
-    closeness: float = 0.0  # how close it came (1 = met); used to name the closest miss
+    closeness: float = Field(0.0, exclude=True)  # how close it came (1 = met); used to name the closest miss
 
 
-@dataclass
-class RecommendResult:
-    recommendations: list[Recommendation]
+class RecommendResult(BaseModel):
+    """Ranked devices (``Recommendation``, or ``LLMRecommendation`` for ``recommend --llm``) and the rest with
+    why. ``notes`` is a list that callers may extend (the CLI adds the unsupported operators)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    recommendations: list[Recommendation] | list[LLMRecommendation]
     rejected: list[Rejection]
     constraints: Constraints
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
 
-    def model_dump(self) -> dict:
-        c = asdict(self.constraints)
-        c["dtypes"] = list(c["dtypes"])
-        return {
-            "constraints": c, "rank_by": self.constraints.rank_by, "notes": self.notes,
-            "recommendations": [r.model_dump() for r in self.recommendations],
-            "rejected": [{"hardware": r.hardware, "reason": r.reason} for r in self.rejected],
-        }
+    @computed_field
+    @property
+    def rank_by(self) -> str:
+        return self.constraints.rank_by
+
+    @field_serializer("constraints")
+    def _constraints(self, c: Constraints) -> dict:
+        return {**asdict(c), "dtypes": list(c.dtypes)}
 
 
 def _score(r: Recommendation, rank_by: str) -> float:
@@ -161,7 +182,7 @@ def _candidates(devices: Iterable[Hardware], c: Constraints) -> tuple[list[Hardw
         if why is None:
             candidates.append(hw)
         elif why != "not in --hardware":
-            rejected.append(Rejection(hw.id, why))
+            rejected.append(Rejection(hardware=hw.id, reason=why))
     if not candidates:
         raise NothingFeasibleError("no device left after filtering: " + _filters_text(c),
                                    hint="relax --segment, --max-power, --max-price or --hardware")
@@ -227,7 +248,7 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
             recs.append(best)
         else:
             closeness, reason = max(misses, key=lambda m: m[0]) if misses else (0.0, "no usable precision")
-            rejected.append(Rejection(hw.id, reason, closeness))
+            rejected.append(Rejection(hardware=hw.id, reason=reason, closeness=closeness))
     recs.sort(key=lambda r: _score(r, c.rank_by), reverse=True)
     if c.top:
         recs = recs[: c.top]
@@ -241,7 +262,7 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
     notes = [f"ranked by {c.rank_by}" + {"efficiency": " (throughput per watt of TDP)",
                                           "price": " (throughput per 1000 USD of list price)"}.get(c.rank_by, ""),
              f"mode {c.mode}; latency is per batch"]
-    return RecommendResult(recs, rejected, c, notes)
+    return RecommendResult(recommendations=recs, rejected=rejected, constraints=c, notes=notes)
 
 
 def _predict_batches(workload_at, batches, dtype, hw, perf, c) -> list[Prediction]:
@@ -290,8 +311,12 @@ def _filters_text(c: Constraints) -> str:
 
 # --- LLM form: devices and device counts for a language model ------------------------------------------
 
-@dataclass(frozen=True)
-class LLMRecommendation:
+class LLMRecommendation(BaseModel):
+    """The fewest devices of one kind for an LLM. Base units; the dump adds ms and GB, and the keys the model
+    form's table reads (latency_ms as the time per output token, dtype and batch as None)."""
+
+    model_config = ConfigDict(frozen=True)
+
     hardware: str
     devices: int                 # tensor-parallel degree needed
     tokens_per_s: float          # decode tokens/s per request
@@ -305,12 +330,35 @@ class LLMRecommendation:
     calibrated: bool
     why: str
 
-    def model_dump(self) -> dict:
-        d = asdict(self)
-        d.update(latency_ms=self.tpot_s * 1e3, ttft_ms=self.ttft_s * 1e3,
-                 memory_required_gb=self.memory_required_bytes / 1e9, dtype=None, batch=None,
-                 throughput_per_s=self.tokens_per_s)
-        return d
+    @computed_field
+    @property
+    def latency_ms(self) -> float:
+        return self.tpot_s * 1e3
+
+    @computed_field
+    @property
+    def ttft_ms(self) -> float:
+        return self.ttft_s * 1e3
+
+    @computed_field
+    @property
+    def memory_required_gb(self) -> float:
+        return self.memory_required_bytes / 1e9
+
+    @computed_field
+    @property
+    def dtype(self) -> None:
+        return None
+
+    @computed_field
+    @property
+    def batch(self) -> None:
+        return None
+
+    @computed_field
+    @property
+    def throughput_per_s(self) -> float:
+        return self.tokens_per_s
 
 
 def recommend_llm(cfg, devices: Iterable[Hardware], c: Constraints, *, tokens_per_s: float | None,
@@ -331,7 +379,7 @@ def recommend_llm(cfg, devices: Iterable[Hardware], c: Constraints, *, tokens_pe
                         max_devices=max_devices, calibration=cal,
                         predictor=roofline_predictor(hw, cal, source), **kwargs)
         if not plan.meets_targets or plan.analysis is None or plan.devices is None:
-            rejected.append(Rejection(hw.id, plan.why))
+            rejected.append(Rejection(hardware=hw.id, reason=plan.why))
             continue
         a, n = plan.analysis, plan.devices
         rate = 1.0 / a.tpot_s
@@ -356,4 +404,4 @@ def recommend_llm(cfg, devices: Iterable[Hardware], c: Constraints, *, tokens_pe
             hint="relax --tokens-per-s or --ttft, or allow more devices (--max-devices)")
     notes = [f"ranked by {c.rank_by}" + {"efficiency": " (tokens/s per watt of all devices' TDP)"}.get(c.rank_by, ""),
              f"mode {c.mode}; tokens/s per request at batch {batch}"]
-    return RecommendResult(recs, rejected, c, notes)  # type: ignore[arg-type]
+    return RecommendResult(recommendations=recs, rejected=rejected, constraints=c, notes=notes)

@@ -18,8 +18,11 @@ does not know about the KV cache.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, computed_field
 
 from ..catalog import Hardware
 from ..errors import InputError, LLMConfigError, UnsupportedPrecisionError
@@ -42,9 +45,15 @@ BOUNDS = ("compute", "memory", "overhead", "communication")
 Predictor = Callable[..., object]  # (workload, hardware, calibration, mode) -> object with latency_s, bound
 
 
-@dataclass(frozen=True)
-class PhaseResult:
+# A tuple in the model (frozen, hashable), a list in its dump (JSON's shape).
+Lines = Annotated[tuple[str, ...], PlainSerializer(list, return_type=list)]
+_FROZEN = ConfigDict(frozen=True)
+
+
+class PhaseResult(BaseModel):
     """One forward pass (a prefill, or one decode step) on each of ``tp`` devices."""
+
+    model_config = _FROZEN
 
     phase: str
     batch: int
@@ -58,45 +67,49 @@ class PhaseResult:
     bytes: float              # per rank
     kernels: int              # per rank
 
-    def model_dump(self) -> dict:
-        d = asdict(self)
-        d["latency_ms"] = self.latency_s * 1e3
-        return d
+    @computed_field
+    @property
+    def latency_ms(self) -> float:
+        return self.latency_s * 1e3
 
 
-@dataclass(frozen=True)
-class LLMAnalysis:
+class LLMAnalysis(BaseModel):
+    """The answer in base units; the dump adds the human ones (ms, GB) and flattens the precision."""
+
+    model_config = _FROZEN
+
     model: str
     hardware: str
     mode: str
-    layout: str
-    precision: Precision
+    layout: str = Field(exclude=True)    # dumped as kernel_layout
+    precision: Precision = Field(exclude=True)  # dumped as weight_dtype, act_dtype, kv_dtype, precision_note
     tp: int
     batch: int
     phase: str
     context: int
     prompt: int | None
     generate: int | None
-    requested: PhaseResult
+    requested: PhaseResult = Field(exclude=True)  # prefill or decode, whichever ``phase`` asked for
     prefill: PhaseResult
     decode: PhaseResult
-    memory: MemoryBreakdown              # per device
+    memory: MemoryBreakdown = Field(exclude=True)  # per device; dumped as memory_* in GB
     link: str | None                     # what tensor parallelism talks over
-    request_latency_s: float | None
+    request_latency_s: float | None = Field(exclude=True)
     max_batch: int                       # at this context (0: not even one sequence fits)
     max_context: int                     # at this batch (tokens per sequence; 0: none fits)
     devices_needed: int | None           # fewest devices that hold it (None: not within MAX_TP)
     decode_compute_bound_batch: int | None  # smallest batch where a decode step is compute-bound
     gemm_ridge_batch: float | None       # decode batch where the weight GEMMs reach the datasheet ridge
-    reasons: tuple[str, ...] = ()        # why it cannot run as asked
-    suggestions: tuple[str, ...] = ()    # what would make it possible
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    reasons: Lines = ()                  # why it cannot run as asked
+    suggestions: Lines = ()              # what would make it possible
+    notes: Lines = ()
 
-    # headline numbers
+    # headline numbers (base units)
     @property
     def latency_s(self) -> float:
         return self.requested.latency_s
 
+    @computed_field
     @property
     def tokens_per_s(self) -> float:
         return self.requested.tokens_per_s
@@ -109,6 +122,7 @@ class LLMAnalysis:
     def tpot_s(self) -> float:
         return self.decode.latency_s
 
+    @computed_field
     @property
     def fits_memory(self) -> bool:
         return self.memory.fits
@@ -117,39 +131,97 @@ class LLMAnalysis:
     def memory_required_bytes(self) -> float:
         return self.memory.total_bytes
 
+    @computed_field
     @property
     def bound(self) -> str:
         return self.requested.bound
 
+    @computed_field
     @property
     def possible(self) -> bool:
         return not self.reasons
 
-    def model_dump(self) -> dict:
-        return {
-            "model": self.model, "hardware": self.hardware, "mode": self.mode, "kernel_layout": self.layout,
-            "weight_dtype": self.precision.weight, "act_dtype": self.precision.act, "kv_dtype": self.precision.kv,
-            "precision_note": self.precision.describe(),
-            "phase": self.phase, "batch": self.batch, "context": self.context, "prompt": self.prompt,
-            "generate": self.generate, "tp": self.tp, "devices": self.tp,
-            "latency_ms": self.latency_s * 1e3, "tokens_per_s": self.tokens_per_s,
-            "ttft_ms": self.ttft_s * 1e3, "time_per_output_token_ms": self.tpot_s * 1e3,
-            "decode_tokens_per_s_per_request": 1.0 / self.tpot_s,
-            "decode_tokens_per_s": self.batch / self.tpot_s,
-            "request_latency_ms": None if self.request_latency_s is None else self.request_latency_s * 1e3,
-            "memory_required_gb": self.memory_required_bytes / 1e9,
-            "memory_capacity_gb": self.memory.capacity_bytes / 1e9,
-            "memory_per_device_gb": {k.removesuffix("_bytes"): v / 1e9 for k, v in self.memory.model_dump().items()
-                                     if k.endswith("_bytes")},
-            "kv_cache_bytes_per_token": self.memory.kv_bytes_per_token,
-            "fits_memory": self.fits_memory, "bound": self.bound, "link": self.link,
-            "max_batch": self.max_batch, "max_context": self.max_context, "devices_needed": self.devices_needed,
-            "decode_compute_bound_batch": self.decode_compute_bound_batch,
-            "gemm_ridge_batch": self.gemm_ridge_batch,
-            "possible": self.possible, "reasons": list(self.reasons), "suggestions": list(self.suggestions),
-            "prefill": self.prefill.model_dump(), "decode": self.decode.model_dump(),
-            "notes": list(self.notes),
-        }
+    # what the JSON adds: names, the precision flattened, human units
+    @computed_field
+    @property
+    def kernel_layout(self) -> str:
+        return self.layout
+
+    @computed_field
+    @property
+    def weight_dtype(self) -> str:
+        return self.precision.weight
+
+    @computed_field
+    @property
+    def act_dtype(self) -> str:
+        return self.precision.act
+
+    @computed_field
+    @property
+    def kv_dtype(self) -> str:
+        return self.precision.kv
+
+    @computed_field
+    @property
+    def precision_note(self) -> str:
+        return self.precision.describe()
+
+    @computed_field
+    @property
+    def devices(self) -> int:
+        return self.tp
+
+    @computed_field
+    @property
+    def latency_ms(self) -> float:
+        return self.latency_s * 1e3
+
+    @computed_field
+    @property
+    def ttft_ms(self) -> float:
+        return self.ttft_s * 1e3
+
+    @computed_field
+    @property
+    def time_per_output_token_ms(self) -> float:
+        return self.tpot_s * 1e3
+
+    @computed_field
+    @property
+    def decode_tokens_per_s_per_request(self) -> float:
+        return 1.0 / self.tpot_s
+
+    @computed_field
+    @property
+    def decode_tokens_per_s(self) -> float:
+        return self.batch / self.tpot_s
+
+    @computed_field
+    @property
+    def request_latency_ms(self) -> float | None:
+        return None if self.request_latency_s is None else self.request_latency_s * 1e3
+
+    @computed_field
+    @property
+    def memory_required_gb(self) -> float:
+        return self.memory_required_bytes / 1e9
+
+    @computed_field
+    @property
+    def memory_capacity_gb(self) -> float:
+        return self.memory.capacity_bytes / 1e9
+
+    @computed_field
+    @property
+    def memory_per_device_gb(self) -> dict[str, float]:
+        return {k.removesuffix("_bytes"): v / 1e9 for k, v in self.memory.model_dump().items()
+                if k.endswith("_bytes")}
+
+    @computed_field
+    @property
+    def kv_cache_bytes_per_token(self) -> float:
+        return self.memory.kv_bytes_per_token
 
 
 def roofline_predictor(hardware: Hardware, calibration=None, calibration_source: str = "") -> Predictor:
@@ -387,19 +459,16 @@ def _suggest(cfg: LLMConfig, runner: _Runner, batch: int, n: _Lengths, need: int
     return out
 
 
-@dataclass(frozen=True)
-class LLMPlan:
+class LLMPlan(BaseModel):
     """The fewest devices of one kind that hold a model and meet the targets (for ``recommend --llm``)."""
+
+    model_config = _FROZEN
 
     hardware: str
     devices: int | None          # None: no tensor-parallel degree up to max_devices works
     meets_targets: bool
-    analysis: LLMAnalysis | None  # at ``devices`` (or at the largest degree tried when nothing meets)
     why: str                     # one line: what was met, or what failed
-
-    def model_dump(self) -> dict:
-        return {"hardware": self.hardware, "devices": self.devices, "meets_targets": self.meets_targets,
-                "why": self.why, "analysis": self.analysis.model_dump() if self.analysis else None}
+    analysis: LLMAnalysis | None  # at ``devices`` (or at the largest degree tried when nothing meets)
 
 
 def plan_llm(cfg: LLMConfig, hardware: Hardware, *, tokens_per_s: float | None = None,
@@ -423,7 +492,7 @@ def plan_llm(cfg: LLMConfig, hardware: Hardware, *, tokens_per_s: float | None =
                             mode=mode, layout=layout, calibration=calibration, predictor=predictor,
                             find_crossover=False, suggest=False)
         except UnsupportedPrecisionError as exc:
-            return LLMPlan(hardware.id, None, False, None, str(exc))
+            return LLMPlan(hardware=hardware.id, devices=None, meets_targets=False, why=str(exc), analysis=None)
         last = a
         if not a.fits_memory:
             why = a.reasons[0] if a.reasons else "does not fit"
@@ -434,10 +503,11 @@ def plan_llm(cfg: LLMConfig, hardware: Hardware, *, tokens_per_s: float | None =
         if ttft_s is not None and a.ttft_s > ttft_s:
             slow.append(f"TTFT {a.ttft_s * 1e3:.3g} ms > {ttft_s * 1e3:.3g} ms")
         if not slow:
-            return LLMPlan(hardware.id, n, True, a, f"{n} device{'s' if n > 1 else ''}: "
-                           f"{1.0 / a.tpot_s:.3g} tokens/s per request, TTFT {a.ttft_s * 1e3:.3g} ms")
+            return LLMPlan(hardware=hardware.id, devices=n, meets_targets=True, analysis=a,
+                           why=f"{n} device{'s' if n > 1 else ''}: {1.0 / a.tpot_s:.3g} tokens/s per request, "
+                               f"TTFT {a.ttft_s * 1e3:.3g} ms")
         why = f"at {n} device{'s' if n > 1 else ''}: " + "; ".join(slow)
-    return LLMPlan(hardware.id, None, False, last, why)
+    return LLMPlan(hardware=hardware.id, devices=None, meets_targets=False, why=why, analysis=last)
 
 
 def link_for_or_none(hw: Hardware) -> Link | None:

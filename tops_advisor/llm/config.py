@@ -7,7 +7,9 @@ every bad input raises ``LLMConfigError`` with one line that names what is wrong
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from ..errors import LLMConfigError
 
@@ -33,9 +35,11 @@ _KEYS = {
 _REQUIRED = ("hidden_size", "num_layers", "num_heads", "vocab_size")
 
 
-@dataclass(frozen=True)
-class LLMConfig:
-    """The shape of a decoder-only transformer. Sizes are elements, not bytes."""
+class LLMConfig(BaseModel):
+    """The shape of a decoder-only transformer. Sizes are elements, not bytes. Hashable: workloads built
+    from it are cached by it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     hidden_size: int
@@ -51,8 +55,8 @@ class LLMConfig:
     max_position_embeddings: int | None = None
     num_experts: int = 1             # 1 = dense MLP
     experts_per_token: int = 1
-    norm: str = "rmsnorm"            # "rmsnorm" (LLaMA) or "layernorm" (GPT, with bias)
-    position: str = "rotary"         # "rotary" or "learned" (an embedding table added to the input)
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"  # LLaMA's RMSNorm, or GPT's LayerNorm (with bias)
+    position: Literal["rotary", "learned"] = "rotary"  # rotary, or a learned table added to the input
     attention_bias: bool = False     # biases on q/k/v/o
     mlp_bias: bool = False
     fused_qkv: bool = False          # the reference implementation runs one qkv linear (GPT-2's c_attn)
@@ -103,23 +107,19 @@ class LLMConfig:
     def lm_head_params(self) -> int:
         return 0 if self.tie_word_embeddings else self.vocab_size * self.hidden_size
 
+    @computed_field
     @property
     def params(self) -> int:
         """Total parameters (elements), embeddings and output head included."""
         return (self.num_layers * self.layer_params() + self.embedding_params() + self.lm_head_params()
                 + self.norm_params())
 
+    @computed_field
     @property
     def active_params(self) -> int:
         """Parameters one token touches (a mixture of experts uses experts_per_token of its experts)."""
         inactive = (self.num_experts - self.experts_per_token) * self.expert_params() if self.is_moe else 0
         return self.params - self.num_layers * inactive
-
-    def model_dump(self) -> dict:
-        d = asdict(self)
-        d["params"] = self.params
-        d["active_params"] = self.active_params
-        return d
 
 
 def attended_tokens(cfg: LLMConfig, tokens: int) -> int:

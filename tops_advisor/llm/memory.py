@@ -17,7 +17,7 @@ capacity reported by the driver is usually a little larger, e.g. 141 GB H200 sho
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from ..catalog import Hardware
 from ..roofline.defaults import RUNTIME_MEMORY_BYTES
@@ -26,7 +26,7 @@ from .parallel import MAX_TP, rank_shape, valid_tp_degrees
 from .precision import Precision
 
 RUNTIME_RESERVE_BYTES = RUNTIME_MEMORY_BYTES.value  # one runtime reserve for models and LLMs
-_SEARCH_LIMIT = 1 << 24
+_SEARCH_LIMIT = 1 << 24  # bound of the batch and context bisections (16.8M): past any device's memory
 
 
 def weight_bytes(cfg: LLMConfig, p: Precision, tp: int = 1) -> float:
@@ -72,9 +72,10 @@ def activation_bytes(cfg: LLMConfig, p: Precision, batch: int, q_len: int, tp: i
     return float(2 * t * h * s + max(attn, mlp, norm_tmp) + logits)
 
 
-@dataclass(frozen=True)
-class MemoryBreakdown:
+class MemoryBreakdown(BaseModel):
     """Per device (per rank under tensor parallelism). Bytes."""
+
+    model_config = ConfigDict(frozen=True)
 
     weights_bytes: float
     kv_cache_bytes: float
@@ -83,19 +84,15 @@ class MemoryBreakdown:
     reserve_bytes: float
     capacity_bytes: float
 
+    @computed_field
     @property
     def total_bytes(self) -> float:
         return self.weights_bytes + self.kv_cache_bytes + self.activation_bytes + self.reserve_bytes
 
+    @computed_field
     @property
     def fits(self) -> bool:
         return self.total_bytes <= self.capacity_bytes
-
-    def model_dump(self) -> dict:
-        d = asdict(self)
-        d["total_bytes"] = self.total_bytes
-        d["fits"] = self.fits
-        return d
 
 
 def memory_breakdown(cfg: LLMConfig, p: Precision, hw: Hardware, *, batch: int, kv_tokens: int, q_len: int,

@@ -12,8 +12,6 @@ banded sparse attention layers are modelled as dense attention.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..errors import LLMConfigError
 from ..suggest import did_you_mean
 from .config import LLMConfig, config_from_dict
@@ -66,4 +64,4 @@ def preset_config(name: str) -> LLMConfig:
         raise LLMConfigError(f"unknown model {name!r}: not a config file and not a preset",
                              hint=did_you_mean(name, PRESETS) or f"presets: {', '.join(PRESETS)}")
     cfg = config_from_dict(PRESETS[key], name=key, source=f"preset {key} ({PRESETS[key]['_name_or_path']})")
-    return replace(cfg, name=key)
+    return cfg.model_copy(update={"name": key})
