@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from tops_advisor.probe.gemm import ShapeUnsupported, make_gemm
-    from tops_advisor.probe.timing import make_backend
+    from tops_advisor.probe.kit import make_backend
 
     backend = make_backend(args.device)
     device = getattr(backend, "device", "cpu")

@@ -179,9 +179,9 @@ def main() -> int:
                     inputs = cast_inputs(model_file.inputs(batch, meta=False), dtype, "cuda")
                     with torch.inference_mode():
                         t = time_fn(lambda m=model, x=inputs: m(*x), args.repeats, 3)
-                        run["eager_s"] = statistics.median(t)
+                        run["eager_s"] = t.median_s
                         graph = capture_graph(lambda m=model, x=inputs: m(*x), warmup=1)
-                        run["graph_s"] = statistics.median(time_fn(graph.replay, args.repeats, 3))
+                        run["graph_s"] = time_fn(graph.replay, args.repeats, 3).median_s
                         del graph
                     run["ops"], run["kernels_us"] = profile_forward(model, inputs, args.iters, names)
                 except Exception as exc:  # record and go on: one failure must not lose the others

@@ -223,7 +223,7 @@ def test_cli_links_only_json(clean_env):
 
 
 def test_cli_links_only_adds_links_to_an_existing_calibration(clean_env, tmp_path):
-    from tops_advisor.probe.runner import cpu_model
+    from tops_advisor.probe.kit import cpu_model
 
     path = tmp_path / "cpu.json"
     save_calibration(Calibration(hardware=f"CPU {cpu_model()}", measured_tops={"fp32": 0.1},

@@ -11,7 +11,7 @@ pytestmark = [pytest.mark.gpu,
 
 def test_bf16_product_is_correct_and_timed():
     from tops_advisor.probe.gemm import make_gemm, measure_gemm
-    from tops_advisor.probe.timing import CudaBackend
+    from tops_advisor.probe.kit import CudaBackend
 
     backend = CudaBackend()
     r = measure_gemm(backend, "bf16", 1024, 1024, 1024, budget_s=0.01)

@@ -54,7 +54,8 @@ def _ranks(device: str, world_size: int | None) -> tuple[int | None, str | None]
 
 
 def _hardware_id(device: str, catalog) -> str:
-    from ..probe.runner import cpu_model, match_catalog
+    from ..probe.kit import cpu_model
+    from ..probe.runner import match_catalog
 
     if device == "cpu":
         return f"CPU {cpu_model()}"

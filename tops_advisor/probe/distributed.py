@@ -306,17 +306,9 @@ GRAPH_CALLS = 20
 def _graph_all_reduce_s(torch, dist, x, timed) -> float:
     """Seconds per all-reduce of ``x`` with ``GRAPH_CALLS`` of them captured in a CUDA graph and replayed (the
     cost a CUDA-graph decode step pays: no Python or launch cost per call)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            dist.all_reduce(x)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(GRAPH_CALLS):
-            dist.all_reduce(x)
+    from .kit import capture_graph
+
+    g = capture_graph(lambda: dist.all_reduce(x), calls=GRAPH_CALLS)
     return timed(g.replay, 20, 3) / GRAPH_CALLS
 
 

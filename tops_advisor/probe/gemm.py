@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .timing import Backend
+from .kit import Backend
 
 PROBE_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 ARTICLE_SHAPE = (8192, 8192, 8192)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .timing import Backend
+from .kit import Backend
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from .timing import Backend
+from .kit import Backend, capture_graph
 
 
 def eager_kernel_s(backend: Backend, launches: int = 2000) -> float:
@@ -32,15 +32,6 @@ def graph_kernel_s(backend: Backend, kernels: int = 200, replays: int = 20) -> f
     import torch
 
     x = torch.zeros(1, device=backend.device)
-    stream = torch.cuda.Stream(device=backend.device)
-    stream.wait_stream(torch.cuda.current_stream(backend.device))
-    with torch.cuda.stream(stream):  # warm up on a side stream, as graph capture wants
-        for _ in range(3):
-            x.add_(1)
-    torch.cuda.current_stream(backend.device).wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(kernels):
-            x.add_(1)
+    graph = capture_graph(lambda: x.add_(1), calls=kernels, device=backend.device)
     t = backend.time(graph.replay, warmup=3, repeats=replays, flush=False)
     return t.median_s / kernels

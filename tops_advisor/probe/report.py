@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import TopsAdvisorError
+from .kit import device_label
 from .nvml import SLOWDOWN_REASONS
 from .runner import ProbeResult
 
@@ -80,7 +81,7 @@ def probe_report(result: ProbeResult, catalog=None) -> dict[str, Any]:
         bandwidth.append({"what": what, "gb_s": gb_s, "datasheet_gb_s": ref,
                           "fraction_of_datasheet": gb_s / ref if ref else None})
     return {
-        "device": result.facts.name if result.facts and result.facts.name else result.environment.get("device"),
+        "device": result.facts.name if result.facts and result.facts.name else device_label(result.environment),
         "hardware": result.hardware, "matched_catalog": result.matched_catalog, "backend": result.backend,
         "mode": result.mode, "interrupted": result.interrupted,
         "state": result.facts.to_dict() if result.facts else None,

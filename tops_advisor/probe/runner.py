@@ -8,14 +8,12 @@ leaves a note and the next step runs. Ctrl-C stops at once and returns what was 
 from __future__ import annotations
 
 import datetime as _dt
-import platform
 import re
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .. import __version__
 from ..calibration import Calibration, GemmSample, SustainedResult
 from ..errors import AmbiguousHardwareError, ProbeError, UnknownHardwareError
 from .gemm import (
@@ -26,8 +24,8 @@ from .gemm import (
     measure_gemm,
     precision_support,
 )
+from .kit import Backend, cpu_model, device_label, environment, is_oom, make_backend
 from .nvml import DeviceFacts, import_nvml, read_device_facts
-from .timing import Backend, make_backend
 
 PROBE_VERSION = "1"
 GIB = 2**30
@@ -134,26 +132,6 @@ def match_catalog(device_name: str, catalog) -> str | None:
     return None
 
 
-def environment(backend: str, command: str, facts: DeviceFacts | None) -> dict[str, str]:
-    import torch
-
-    env = {"torch": torch.__version__, "python": platform.python_version(), "host": platform.machine(),
-           "command": command, "probe_version": PROBE_VERSION, "tops_advisor": __version__}
-    if backend == "cuda":
-        env["cuda_runtime"] = str(torch.version.cuda)
-        env["device"] = torch.cuda.get_device_name()
-        env["compute_capability"] = "{}.{}".format(*torch.cuda.get_device_capability())
-    else:
-        env["device"] = f"CPU {cpu_model()}"
-        env["threads"] = str(torch.get_num_threads())
-    if facts:
-        for key in ("driver_version", "cuda_driver_version", "power_limit_w", "sm_clock_max_mhz"):
-            value = getattr(facts, key)
-            if value is not None:
-                env[key] = str(value)
-    return env
-
-
 def _progress_default(msg: str) -> None:
     sys.stderr.write(f"probe: {msg}\n")
     sys.stderr.flush()
@@ -184,7 +162,8 @@ def run_probe(device: str = "cuda", mode: str = "quick", *, sustained_s: float |
     if backend.name == "cuda" and hw_id is None:
         notes.append(f"card {name!r} is not in the catalog: measured anyway, saved under its own name")
     result = ProbeResult(backend.name, mode, facts, hw_id or name, hw_id is not None,
-                         environment(backend.name, command, facts), notes=notes)
+                         environment(backend.name, command, facts) | {"probe_version": PROBE_VERSION},
+                         notes=notes)
     say(f"{name} ({backend.name}, {mode} mode)" + (f" = catalog {hw_id}" if hw_id else ""))
     try:
         _measure(backend, plan, result, say, sustained_s, nvml)
@@ -206,18 +185,6 @@ def _device_name(backend: Backend, facts: DeviceFacts | None) -> str:
     return f"CPU {cpu_model()}"
 
 
-def cpu_model() -> str:
-    """'AMD EPYC 7763 64-Core Processor' from /proc/cpuinfo, else what platform knows."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _spin_up(backend: Backend, seconds: float) -> None:
     """Heavy work so the clocks leave idle before the first timing."""
     import time
@@ -234,24 +201,39 @@ def _spin_up(backend: Backend, seconds: float) -> None:
         backend.synchronize()
 
 
-def _is_oom(exc: BaseException) -> bool:
-    return "out of memory" in str(exc).lower()
-
-
 def _measure(backend, plan: Plan, result: ProbeResult, say, sustained_s, nvml) -> None:
-    from . import memory, overhead
-
+    """Every step in turn, each adding to ``result``."""
     _spin_up(backend, plan.spin_up_s)
-    device = getattr(backend, "device", "cpu")
+    supported = _supported_precisions(backend, plan, result)
+    _search_best(backend, plan, supported, result, say)
+    _sample_small(backend, plan, supported, result, say)
+    _measure_memory(backend, plan, result, say)
+    _measure_kernel_cost(backend, plan, result, say)
+    if sustained_s:
+        from .sustained import run_sustained
+
+        p = "bf16" if "bf16" in supported else "fp32"
+        size = 8192 if backend.name == "cuda" else 512
+        say(f"sustained {p} {size}^3 load for {sustained_s:g} s")
+        result.sustained = run_sustained(backend, sustained_s, precision=p, size=size, nvml=nvml, progress=say)
+    if nvml is not None:
+        _record_state_after_load(nvml, result)
+
+
+def _supported_precisions(backend, plan: Plan, result: ProbeResult) -> list[str]:
+    """The plan's precisions this device can run; a note for each one it cannot."""
     supported = []
     for p in plan.precisions:
-        why = precision_support(p, device)
+        why = precision_support(p, backend.device)
         if why:
             result.notes.append(f"skipped {why}")
         else:
             supported.append(p)
+    return supported
 
-    # Best rate per precision: the article point and a short shape search.
+
+def _search_best(backend, plan: Plan, supported: list[str], result: ProbeResult, say) -> None:
+    """Best rate per precision: the article point and a short shape search."""
     for p in supported:
         shapes = list(plan.search_shapes)
         if plan.article_point and ARTICLE_SHAPE not in shapes:
@@ -274,7 +256,9 @@ def _measure(backend, plan: Plan, result: ProbeResult, say, sustained_s, nvml) -
             art = f", 8192^3 {result.article[p].tops:.4g}" if p in result.article else ""
             say(f"{p}: best {b.tops:.4g} TOPS at {b.shape}{art}")
 
-    # Small and skinny products for the roofline's shape-efficiency model.
+
+def _sample_small(backend, plan: Plan, supported: list[str], result: ProbeResult, say) -> None:
+    """Small and skinny products for the roofline's shape-efficiency model."""
     say("small and skinny products")
     for p in plan.sample_precisions:
         if p not in supported:
@@ -287,7 +271,11 @@ def _measure(backend, plan: Plan, result: ProbeResult, say, sustained_s, nvml) -
                     if p in result.best and r.tops > result.best[p].tops:  # a grid point can beat the search
                         result.best[p] = r
 
-    # Memory.
+
+def _measure_memory(backend, plan: Plan, result: ProbeResult, say) -> None:
+    """Copy, read and elementwise bandwidth; on a GPU also the host link both ways."""
+    from . import memory
+
     say("memory bandwidth")
     for what, fn in (("copy", memory.measure_copy), ("read", memory.measure_read),
                      ("elementwise", memory.measure_elementwise)):
@@ -301,7 +289,11 @@ def _measure(backend, plan: Plan, result: ProbeResult, say, sustained_s, nvml) -
             result.bandwidth_gb_s["h2d"], result.bandwidth_gb_s["d2h"] = r[0].gb_s, r[1].gb_s
     say(", ".join(f"{k} {v:.0f} GB/s" for k, v in result.bandwidth_gb_s.items()))
 
-    # Per-kernel cost.
+
+def _measure_kernel_cost(backend, plan: Plan, result: ProbeResult, say) -> None:
+    """Per-kernel cost, eager and (on a GPU) in a replayed CUDA graph."""
+    from . import overhead
+
     result.kernel_eager_s = overhead.eager_kernel_s(backend, plan.launches)
     if backend.name == "cuda":
         try:
@@ -311,24 +303,18 @@ def _measure(backend, plan: Plan, result: ProbeResult, say, sustained_s, nvml) -
     graph = f", graph {result.kernel_graph_s * 1e6:.2f} us" if result.kernel_graph_s else ""
     say(f"per kernel: eager {result.kernel_eager_s * 1e6:.2f} us{graph}")
 
-    if sustained_s:
-        from .sustained import run_sustained
 
-        p = "bf16" if "bf16" in supported else "fp32"
-        size = 8192 if backend.name == "cuda" else 512
-        say(f"sustained {p} {size}^3 load for {sustained_s:g} s")
-        result.sustained = run_sustained(backend, sustained_s, precision=p, size=size, nvml=nvml, progress=say)
-
-    if nvml is not None:  # the card's state after the load: clocks, throttling
-        try:
-            after = read_device_facts(nvml)
-            result.environment["sm_clock_mhz_after_load"] = str(after.sm_clock_mhz)
-            result.environment["throttle_reasons_after_load"] = ",".join(after.throttle_reasons) or "none"
-            if result.facts is not None:
-                result.facts.pcie_gen = max(result.facts.pcie_gen or 0, after.pcie_gen or 0) or None
-                result.facts.pcie_width = max(result.facts.pcie_width or 0, after.pcie_width or 0) or None
-        except ProbeError as exc:
-            result.notes.append(str(exc))
+def _record_state_after_load(nvml, result: ProbeResult) -> None:
+    """The card's state after the load: clocks, throttling, the PCIe link it reached."""
+    try:
+        after = read_device_facts(nvml)
+        result.environment["sm_clock_mhz_after_load"] = str(after.sm_clock_mhz)
+        result.environment["throttle_reasons_after_load"] = ",".join(after.throttle_reasons) or "none"
+        if result.facts is not None:
+            result.facts.pcie_gen = max(result.facts.pcie_gen or 0, after.pcie_gen or 0) or None
+            result.facts.pcie_width = max(result.facts.pcie_width or 0, after.pcie_width or 0) or None
+    except ProbeError as exc:
+        result.notes.append(str(exc))
 
 
 def _try_gemm(backend, p, m, n, k, result, quiet_shape=False, repeats=20, budget_s=None) -> GemmResult | None:
@@ -338,7 +324,7 @@ def _try_gemm(backend, p, m, n, k, result, quiet_shape=False, repeats=20, budget
         if not quiet_shape:
             result.notes.append(f"{p} {m}x{n}x{k} skipped: {exc}")
     except Exception as exc:  # torch.OutOfMemoryError is a RuntimeError; one bad shape must not end the probe
-        if _is_oom(exc):
+        if is_oom(exc):
             result.notes.append(f"{p} {m}x{n}x{k} skipped: out of memory")
             _empty_cache(backend)
         else:
@@ -352,7 +338,7 @@ def _with_backoff(fn, nbytes: int, what: str, result: ProbeResult):
         try:
             return fn(nbytes)
         except Exception as exc:  # one failing measurement must not end the probe
-            if not _is_oom(exc):
+            if not is_oom(exc):
                 result.notes.append(f"{what} bandwidth failed: {str(exc).splitlines()[0][:160]}")
                 return None
             result.notes.append(f"{what} bandwidth: out of memory at {nbytes // MIB} MiB, halving")
@@ -374,7 +360,7 @@ def build_calibration(result: ProbeResult) -> Calibration | None:
     bw = result.bandwidth_gb_s
     return Calibration(
         hardware=result.hardware, matched_catalog=result.matched_catalog,
-        device_name=(result.facts.name if result.facts and result.facts.name else result.environment["device"]),
+        device_name=(result.facts.name if result.facts and result.facts.name else device_label(result.environment)),
         measured_tops={p: r.tops for p, r in result.best.items()},
         memory_bandwidth_gb_s=bw["copy"], read_bandwidth_gb_s=bw.get("read"),
         elementwise_bandwidth_gb_s=bw.get("elementwise"), h2d_gb_s=bw.get("h2d"), d2h_gb_s=bw.get("d2h"),

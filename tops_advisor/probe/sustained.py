@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from ..calibration import SustainedResult, SustainedSample
 from .gemm import make_gemm
+from .kit import Backend
 from .nvml import SLOWDOWN_REASONS, sample_state
-from .timing import Backend
 
 # A drop from the first to the last interval larger than this counts as throttling even without a reason.
 DROP_THRESHOLD = 0.05

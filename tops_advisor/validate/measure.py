@@ -12,17 +12,17 @@ Used by ``tops-advisor validate`` and by ``benchmarks/measure_models.py``; the r
 
 from __future__ import annotations
 
-import datetime
-import platform
-import statistics
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
 from ..errors import ModelFileError, ProbeError
+from ..probe.kit import CpuBackend, CudaBackend, Timing, capture_graph, device_name, environment, is_oom
+
+__all__ = ["DTYPES", "MEASURED_MODES", "Measurement", "MeasurementSet", "capture_graph", "cast_inputs",
+           "check_device", "device_name", "environment", "is_oom", "measure_batches", "measure_one",
+           "profile_ops", "time_fn"]
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 MEASURED_MODES = ("eager", "graph")
@@ -74,10 +74,6 @@ class Measurement:
                    error=rec.get("error"))
 
 
-def cuda_available() -> bool:
-    return torch.cuda.is_available()
-
-
 def check_device(device: str) -> None:
     """ProbeError (one line) when ``device`` cannot be measured here."""
     if device == "cuda" and not torch.cuda.is_available():
@@ -86,12 +82,6 @@ def check_device(device: str) -> None:
                               "plumbing (not accuracy)")
     if device not in ("cuda", "cpu"):
         raise ProbeError(f"unknown device {device!r}; expected cuda or cpu")
-
-
-def device_name(device: str) -> str:
-    if device == "cuda":
-        return torch.cuda.get_device_name(0)
-    return platform.processor() or platform.machine()
 
 
 def cast_inputs(inputs, dtype: str, device: str) -> tuple:
@@ -105,46 +95,11 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def time_fn(fn: Callable[[], object], repeats: int, warmup: int, device: str = "cuda") -> list[float]:
-    """Seconds per call of ``fn``, ``repeats`` times after ``warmup`` untimed calls."""
-    for _ in range(warmup):
-        fn()
-    _sync(device)
-    times = []
-    for _ in range(repeats):
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        else:
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-    return times
-
-
-def capture_graph(fn: Callable[[], object], calls: int = 1, warmup: int = 3):
-    """A CUDA graph of ``calls`` calls of ``fn``, captured after ``warmup`` calls on a side stream (so that
-    lazy initialisation, cuDNN/cuBLAS heuristics and allocations happen outside the capture)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(warmup):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
-    return graph
-
-
-def is_oom(exc: BaseException) -> bool:
-    oom = getattr(torch.cuda, "OutOfMemoryError", ())
-    return (bool(oom) and isinstance(exc, oom)) or "out of memory" in str(exc).lower()
+def time_fn(fn: Callable[[], object], repeats: int, warmup: int, device: str = "cuda") -> Timing:
+    """Seconds per call of ``fn``: ``repeats`` timed calls after ``warmup`` untimed ones, each from an idle
+    device (the kit's timer with ``sync_each``: no L2 flush, a synchronisation after every call)."""
+    backend = CudaBackend() if device == "cuda" else CpuBackend()
+    return backend.time(fn, warmup=warmup, repeats=repeats, flush=False, sync_each=True)
 
 
 def measure_one(model_file, batch: int, dtype: str, *, repeats: int = 30, warmup: int = 10,
@@ -163,11 +118,11 @@ def measure_one(model_file, batch: int, dtype: str, *, repeats: int = 30, warmup
         with torch.inference_mode():
             if "eager" in modes:
                 t = time_fn(lambda: model(*inputs), repeats, warmup, device)
-                out.eager_s, out.eager_spread_s = statistics.median(t), (min(t), max(t))
+                out.eager_s, out.eager_spread_s = t.median_s, (t.min_s, t.max_s)
             if "graph" in modes and device == "cuda":
                 graph = capture_graph(lambda: model(*inputs))
                 t = time_fn(graph.replay, repeats, warmup, device)
-                out.graph_s, out.graph_spread_s = statistics.median(t), (min(t), max(t))
+                out.graph_s, out.graph_spread_s = t.median_s, (t.min_s, t.max_s)
                 del graph
             if profile:
                 out.kernels_by_op = profile_ops(model, inputs, device)
@@ -253,34 +208,6 @@ def measure_batches(model_file, batches: list[int], dtype: str, *, repeats: int 
         if progress:
             progress(m)
     return out
-
-
-def environment(device: str = "cuda", command: str | None = None) -> dict:
-    """Versions, the card and its state, the command: recorded with every measurement."""
-    env = {"torch": torch.__version__, "python": platform.python_version(), "host": platform.node(),
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "command": command if command is not None else " ".join(sys.argv), "device": device}
-    if device != "cuda":
-        env["cpu"] = device_name(device)
-        env["threads"] = torch.get_num_threads()
-        return env
-    props = torch.cuda.get_device_properties(0)
-    env.update({"gpu": props.name, "sm_count": props.multi_processor_count, "cuda": torch.version.cuda,
-                "cudnn": str(torch.backends.cudnn.version()),
-                "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
-                "allow_tf32_cudnn": torch.backends.cudnn.allow_tf32})
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByIndex(0)
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        env["driver"] = driver.decode() if isinstance(driver, bytes) else driver
-        env["sm_clock_max_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM)
-        env["power_limit_w"] = pynvml.nvmlDeviceGetPowerManagementLimit(h) / 1000
-    except Exception as exc:  # NVML is optional here
-        env["nvml"] = f"unavailable: {exc}"
-    return env
 
 
 @dataclass
