@@ -11,11 +11,24 @@ from .catalog import Hardware
 from .roofline import Prediction
 from .units import format_seconds
 
-LOW_UTILISATION = 0.60  # the article's pitfall: under 60% of peak means something other than compute binds
+# Sourced: the article's pitfall, under 60% of peak means something other than compute binds.
+LOW_UTILISATION = 0.60
+# Explicit defaults (no external source): a rule fires only when its cause is a large share of the predicted
+# time, a quarter to two-fifths, where removing that cause moves the total noticeably. Lower shares are not
+# worth a sentence; higher ones would stay silent on mixed workloads where the advice still pays.
+HOST_STALL_SHARE = 0.25      # eager mode: the GPU waits for kernel launches this share of the time or more
+OVERHEAD_SHARE = 0.30        # fixed per-kernel cost (beyond the host stall): fuse, or raise the batch
+BOUND_SHARE = 0.40           # time spent memory-bound (or compute-bound) before its rule speaks
+WEIGHT_TRAFFIC_SHARE = 0.20  # weights at least a fifth of the bytes: a bigger batch reuses them
+# A lower precision is worth naming when its dense peak is at least 1.5x the current one: the datasheet steps
+# are 2x (fp16 -> fp8/int8 on Hopper and Ada, tf32 -> fp16), so 1.5x keeps them and drops near-equal peaks
+# (bf16 vs fp16).
+FASTER_PEAK_RATIO = 1.5
+MAX_ADVICE = 6               # sentences at most, most important first
 
 
 def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None) -> list[str]:
-    """Up to six concrete suggestions, most important first."""
+    """Up to ``MAX_ADVICE`` concrete suggestions, most important first."""
     out: list[str] = []
     lat = pred.latency_s
     if not pred.fits_memory:
@@ -25,7 +38,7 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
                    f"(int8 halves fp16 weights), shrink the batch, or split over {devices}+ devices"
                    + (f" ({hw.peer_link})" if hw.peer_link else " (no peer link: PCIe only)"))
     host_stall = lat - pred.device_time_s
-    if pred.mode == "eager" and host_stall > 0.25 * lat:
+    if pred.mode == "eager" and host_stall > HOST_STALL_SHARE * lat:
         msg = (f"host launch overhead: the GPU waits {host_stall / lat:.0%} of the time for {pred.kernels} "
                f"kernel launches; replay as a CUDA graph (torch.cuda.CUDAGraph or "
                f"torch.compile(mode='reduce-overhead'))")
@@ -33,15 +46,15 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
             msg += f": predicted {format_seconds(other_mode.latency_s)} instead of {format_seconds(lat)}"
         out.append(msg)
     overhead = pred.time_by_bound_s.get("overhead", 0.0) - max(host_stall, 0.0)
-    if overhead > 0.3 * lat:
+    if overhead > OVERHEAD_SHARE * lat:
         out.append(f"per-kernel cost is {overhead / lat:.0%} of the time ({pred.kernels} kernels): fuse "
                    f"operators (torch.compile) or raise the batch; the cost is paid per batch, not per sample")
     memory = pred.time_by_bound_s.get("memory", 0.0)
-    if memory > 0.4 * lat and pred.utilisation < LOW_UTILISATION:
+    if memory > BOUND_SHARE * lat and pred.utilisation < LOW_UTILISATION:
         weights = _weight_share(pred)
         head = (f"memory-bound: {memory / lat:.0%} of the time moves bytes and utilisation is "
                 f"{pred.utilisation:.0%} of peak (under the article's 60% line); ")
-        if weights >= 0.2:
+        if weights >= WEIGHT_TRAFFIC_SHARE:
             out.append(head + f"weights are {weights:.0%} of the traffic: raise the batch to reuse them, or "
                               "lower the precision to move fewer bytes")
         else:
@@ -49,16 +62,16 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
                               "help: fuse elementwise and norm operators (torch.compile), or lower the precision")
     compute = pred.time_by_bound_s.get("compute", 0.0)
     faster = _faster_precisions(pred.precision, hw)
-    if compute > 0.4 * lat and faster:
+    if compute > BOUND_SHARE * lat and faster:
         best, tops = faster[0]
         out.append(f"compute-bound at {pred.utilisation:.0%} of the {pred.precision} peak: {hw.id} has {best} "
                    f"at {tops:g} TOPS dense ({tops / (pred.peak_ops_per_s / 1e12):.1f}x); quantize if accuracy allows")
-    elif memory > 0.4 * lat and faster:
+    elif memory > BOUND_SHARE * lat and faster:
         best, _ = faster[-1] if faster[-1][0] in ("int8", "fp8") else faster[0]
         out.append(f"{best} halves the bytes of {pred.precision} where the device has it ({hw.id} does)")
     if not out:
         out.append(f"balanced: {pred.bound}-bound at {pred.utilisation:.0%} of peak; little to gain from settings")
-    return out[:6]
+    return out[:MAX_ADVICE]
 
 
 def _weight_share(pred: Prediction) -> float:
@@ -69,12 +82,9 @@ def _weight_share(pred: Prediction) -> float:
     return sum(op.param_bytes for op in w.ops) / pred.bytes
 
 
-_ORDER = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
-
-
 def _faster_precisions(precision: str, hw: Hardware) -> list[tuple[str, float]]:
     """Lower precisions the device has with a higher dense peak than ``precision``, fastest first."""
     base = hw.dense_tops.get(precision, 0.0)
     cands = [(p, hw.dense_tops[p]) for p in ("fp8", "int8", "fp16", "bf16")
-             if p in hw.dense_tops and hw.dense_tops[p] > base * 1.5 and p != precision]
+             if p in hw.dense_tops and hw.dense_tops[p] > base * FASTER_PEAK_RATIO and p != precision]
     return sorted(cands, key=lambda pt: -pt[1])

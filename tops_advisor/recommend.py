@@ -31,6 +31,12 @@ RANK_BY = ("efficiency", "latency", "throughput", "price")
 SEGMENTS = ("edge", "workstation", "datacenter")
 AUTO_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8")
 
+# Explicit defaults: without a latency target, the operating point is the smallest batch within 5% of the best
+# throughput (past it a bigger batch buys little and costs latency and memory); each row carries the first two
+# advice sentences (the table has room for them; ``analyze`` shows all).
+THROUGHPUT_PLATEAU = 0.95
+ADVICE_PER_RECOMMENDATION = 2
+
 # A tuple in the model (frozen), a list in its dump (JSON's shape).
 Lines = Annotated[tuple[str, ...], PlainSerializer(list, return_type=list)]
 
@@ -213,7 +219,7 @@ def _operating_point(preds: list[Prediction], c: Constraints) -> tuple[Predictio
     if c.batch is not None or c.latency_s is not None:
         return max(ok, key=lambda p: p.batch), "", 1.0
     best_tp = max(p.throughput_per_s for p in ok)
-    return min((p for p in ok if p.throughput_per_s >= 0.95 * best_tp), key=lambda p: p.batch), "", 1.0
+    return min((p for p in ok if p.throughput_per_s >= THROUGHPUT_PLATEAU * best_tp), key=lambda p: p.batch), "", 1.0
 
 
 def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Hardware], c: Constraints,
@@ -287,7 +293,7 @@ def _recommendation(p: Prediction, hw: Hardware, c: Constraints) -> Recommendati
         throughput_per_watt=tput / hw.tdp_w, price_usd=price,
         throughput_per_kusd=tput / price * 1000 if price else None,
         headroom=c.latency_s / p.latency_s if c.latency_s else None, calibrated=p.calibrated,
-        memory_required_bytes=p.memory_required_bytes, advice=tuple(advise(p, hw)[:2]),
+        memory_required_bytes=p.memory_required_bytes, advice=tuple(advise(p, hw)[:ADVICE_PER_RECOMMENDATION]),
     )
 
 
