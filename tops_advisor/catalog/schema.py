@@ -146,13 +146,15 @@ class Hardware(BaseModel):
 
     @property
     def pcie_bandwidth_bytes_per_s(self) -> float | None:
-        """Per-direction PCIe payload bandwidth from generation and lanes (after 128b/130b encoding)."""
+        """Per-direction PCIe payload bandwidth from generation and lanes, after line encoding: 8b/10b for PCIe
+        1.x and 2.x, 128b/130b from 3.0 (PCI-SIG base specifications; 6.0's FLIT mode is approximated by
+        128b/130b: its flits carry 242 of 256 bytes, about 4% less). Per-lane rates in GT/s, same source."""
         if not self.pcie_gen or not self.pcie_lanes:
             return None
         gt_s = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}.get(self.pcie_gen)
         if gt_s is None:
             return None
-        encoding = 0.8 if self.pcie_gen <= 2 else 128 / 130
+        encoding = 8 / 10 if self.pcie_gen <= 2 else 128 / 130
         return gt_s * 1e9 * encoding * self.pcie_lanes / 8
 
     def tops_per_watt(self, precision: str, sparse: bool = False) -> float | None:
