@@ -139,3 +139,22 @@ def test_default_precision_follows_the_device():
     assert precision_for(no_bf16).act == "fp16" and precision_for(no_bf16).weight == "fp16"
     assert precision_for(no_bf16, "int4").act == "fp16"
     assert precision_for(toy()).weight == "bf16"
+
+
+def test_result_is_frozen_and_its_dump_adds_human_units():
+    import json
+
+    from pydantic import ValidationError
+
+    r = run(batch=2, prompt=100, generate=10)
+    with pytest.raises(ValidationError):
+        r.batch = 3
+    d = r.model_dump()
+    # base units in the model, ms and GB in the dump; the precision flattened; tuples become lists
+    assert d["ttft_ms"] == pytest.approx(r.ttft_s * 1e3) and d["time_per_output_token_ms"] == pytest.approx(r.tpot_s * 1e3)
+    assert d["request_latency_ms"] == pytest.approx((r.ttft_s + 9 * r.tpot_s) * 1e3)
+    assert d["memory_required_gb"] == pytest.approx(r.memory.total_bytes / 1e9)
+    assert (d["kernel_layout"], d["weight_dtype"], d["devices"]) == ("torch", r.precision.weight, 1)
+    assert isinstance(d["notes"], list) and d["prefill"]["latency_ms"] == pytest.approx(r.prefill.latency_s * 1e3)
+    assert not {"layout", "precision", "requested", "memory", "request_latency_s"} & set(d)
+    json.dumps(d)

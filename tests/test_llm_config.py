@@ -100,3 +100,14 @@ def test_missing_and_invalid_files(tmp_path):
     ok = tmp_path / "ok.json"
     ok.write_text(json.dumps(LLAMA))
     assert load_config(ok).name == "ok"
+
+
+def test_config_is_a_frozen_hashable_model_whose_dump_adds_the_counts():
+    from pydantic import ValidationError
+
+    a, b = load_config("llama2-7b"), load_config("llama2-7b")
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1  # workloads are cached by it
+    with pytest.raises(ValidationError):
+        a.hidden_size = 1
+    d = a.model_dump()
+    assert d["params"] == 6_738_415_616 and d["active_params"] == d["params"] and d["norm"] == "rmsnorm"

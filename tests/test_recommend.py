@@ -126,3 +126,15 @@ def test_llm_form_cli_json():
     assert all(x["devices"] >= 1 for x in data["recommendations"])
     bad = CliRunner().invoke(cli, ["recommend"])
     assert bad.exit_code == 2 and "give a MODEL file" in bad.output
+
+
+def test_result_dump_adds_human_units_and_hides_closeness():
+    res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6, batch=8))
+    d = res.model_dump()
+    rec = d["recommendations"][0]
+    # FAST at batch 8: 84.35 us
+    assert rec["latency_ms"] == pytest.approx(84.35e-3) and rec["attainable_tops"] == pytest.approx(
+        res.recommendations[0].attainable_ops_per_s / 1e12)
+    assert isinstance(rec["advice"], list)
+    assert d["rejected"] == [{"hardware": "slow-gpu", "reason": "164 us at batch 8 > 100 us"}]
+    assert d["constraints"]["dtypes"] == ["fp16"] and d["rank_by"] == "efficiency"
