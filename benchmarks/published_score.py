@@ -1,0 +1,323 @@
+"""Score tops-advisor against PUBLISHED measurements on cards other than the H200 (issue 17).
+
+    python benchmarks/published_score.py                 # per-card table, plain text
+    python benchmarks/published_score.py --markdown      # the same table in Markdown (docs/published.md)
+    python benchmarks/published_score.py --json          # every record with its prediction, and the summary
+
+Reads every ``benchmarks/published/*.json`` (one file per source: a ``source`` block, ``records`` and
+``notes``; docs/published.md describes the fields), predicts each record and reports
+error = (predicted - measured) / measured on latency. Throughput becomes latency as batch / throughput
+(tokens: tokens in the pass / tokens per second; TFLOPS: 2*M*N*K / TFLOPS).
+
+How each record is predicted:
+- a model file (``examples/*.py``): ``ModelCosts`` + ``predict``; ``run`` eager -> mode "eager", cuda-graph
+  -> "graph"; amp is predicted as an eager run at fp16 and compiled as a graph run, both flagged
+  "mode not modelled" (the tool has no autocast or compiler model);
+- an LLM preset (``llm:<preset>``): ``analyze_llm`` in graph mode at the record's phase, context and tensor
+  parallel degree; compiled (gpt-fast) and engine runs (llama.cpp) are flagged "mode not modelled";
+- ``gemm:MxNxK`` (mamf-finder): one matmul operator predicted in graph mode (device time only).
+Calibration: the shipped one for the card where there is one (only the H200 has one), else the datasheet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = ROOT / "benchmarks" / "published"
+
+METRICS = ("latency_ms", "throughput_per_s", "tokens_per_s", "tflops")
+RUNS = ("eager", "cuda-graph", "kernel", "amp", "compiled", "engine")
+MODELLED_RUNS = ("eager", "cuda-graph", "kernel")
+SOURCE_FIELDS = ("title", "url", "version", "table")
+RECORD_FIELDS = ("card", "workload", "batch", "precision", "run", "metric", "value", "pointer")
+
+
+@dataclass
+class Scored:
+    """One record with its prediction."""
+
+    source: str
+    card: str
+    workload: str
+    batch: int
+    precision: str
+    run: str
+    detail: str               # engine, tp, context or phase: what else tells the rows apart
+    measured_s: float
+    predicted_s: float
+    flag: str                 # "" when the run is modelled; else why not
+
+    @property
+    def error(self) -> float:
+        return (self.predicted_s - self.measured_s) / self.measured_s
+
+
+# --- loading and checking ---------------------------------------------------------------------------------
+def load_sources(data_dir: Path = DATA_DIR) -> list[dict]:
+    """Every source file, each with its path under ``"file"``."""
+    out = []
+    for path in sorted(Path(data_dir).glob("*.json")):
+        doc = json.loads(path.read_text())
+        doc["file"] = path.name
+        out.append(doc)
+    return out
+
+
+def record_problems(rec: dict, card_ids: set[str], root: Path = ROOT) -> list[str]:
+    """What is wrong with one record ([] when it is valid)."""
+    problems = [f"missing {f}" for f in RECORD_FIELDS if f not in rec]
+    if problems:
+        return problems
+    if rec["card"] not in card_ids:
+        problems.append(f"unknown card {rec['card']!r}")
+    problems += _workload_problems(rec["workload"], root)
+    if rec["metric"] not in METRICS:
+        problems.append(f"unknown metric {rec['metric']!r}")
+    if rec["run"] not in RUNS:
+        problems.append(f"unknown run {rec['run']!r}")
+    if rec["run"] == "engine" and not rec.get("engine"):
+        problems.append("run 'engine' without an engine name")
+    if not (isinstance(rec["value"], (int, float)) and rec["value"] > 0):
+        problems.append(f"value must be a positive number, got {rec['value']!r}")
+    if not (isinstance(rec["batch"], int) and rec["batch"] >= 1):
+        problems.append(f"batch must be a positive integer, got {rec['batch']!r}")
+    return problems
+
+
+def _workload_problems(workload: str, root: Path) -> list[str]:
+    if workload.startswith("llm:"):
+        from tops_advisor.llm.presets import PRESETS
+        return [] if workload[4:] in PRESETS else [f"unknown LLM preset {workload[4:]!r}"]
+    if workload.startswith("gemm:"):
+        dims = workload[5:].split("x")
+        ok = len(dims) == 3 and all(d.isdigit() and int(d) > 0 for d in dims)
+        return [] if ok else [f"bad GEMM shape {workload!r} (want gemm:MxNxK)"]
+    return [] if (root / workload).is_file() else [f"no model file {workload!r}"]
+
+
+def source_problems(doc: dict) -> list[str]:
+    src = doc.get("source", {})
+    problems = [f"source lacks {f}" for f in SOURCE_FIELDS if not src.get(f)]
+    if not doc.get("records"):
+        problems.append("no records")
+    return problems
+
+
+# --- measured and predicted latency -----------------------------------------------------------------------
+def gemm_dims(workload: str) -> tuple[int, int, int]:
+    m, n, k = (int(d) for d in workload[5:].split("x"))
+    return m, n, k
+
+
+def tokens_in_pass(rec: dict) -> int:
+    """Tokens one pass produces (decode) or consumes (prefill), over the whole batch."""
+    per_sequence = rec.get("prompt", 1) if rec.get("phase") == "prefill" else 1
+    return rec["batch"] * per_sequence
+
+
+def measured_latency_s(rec: dict) -> float:
+    metric, value = rec["metric"], float(rec["value"])
+    if metric == "latency_ms":
+        return value / 1e3
+    if metric == "throughput_per_s":
+        return rec["batch"] / value
+    if metric == "tokens_per_s":
+        return tokens_in_pass(rec) / value
+    m, n, k = gemm_dims(rec["workload"])
+    return 2.0 * m * n * k / (value * 1e12)
+
+
+def mode_and_flag(run: str) -> tuple[str, str]:
+    """The predictor mode a run is scored in, and a flag when the tool does not model that run."""
+    if run == "eager":
+        return "eager", ""
+    if run in ("cuda-graph", "kernel"):
+        return "graph", ""
+    if run == "amp":
+        return "eager", "mode not modelled (autocast)"
+    return "graph", f"mode not modelled ({run})"
+
+
+class Predictor:
+    """Predicts records; caches the catalog, each card's device model and each counted model file."""
+
+    def __init__(self):
+        from tops_advisor.api import load_catalog
+        self.catalog = load_catalog()
+        self._cards: dict[str, tuple] = {}
+        self._costs: dict[tuple[str, str], object] = {}
+
+    def card(self, card_id: str):
+        if card_id not in self._cards:
+            from tops_advisor.api import calibration_for, device_perf
+            hw = self.catalog.get(card_id)
+            cal, where = calibration_for(hw)
+            self._cards[card_id] = (hw, cal, device_perf(hw, cal, where))
+        return self._cards[card_id]
+
+    def latency_s(self, rec: dict) -> float:
+        workload = rec["workload"]
+        if workload.startswith("llm:"):
+            return self._llm(rec)
+        if workload.startswith("gemm:"):
+            return self._gemm(rec)
+        return self._model(rec)
+
+    def _model(self, rec: dict) -> float:
+        from tops_advisor.api import ModelCosts, predict
+        hw, cal, perf = self.card(rec["card"])
+        dtype = "fp32" if rec["precision"] == "tf32" else rec["precision"]
+        key = (rec["workload"], dtype)
+        if key not in self._costs:
+            self._costs[key] = ModelCosts(ROOT / rec["workload"], base_dtype=dtype)
+        w = self._costs[key].at(rec["batch"], dtype)
+        mode, _ = mode_and_flag(rec["run"])
+        return predict(w, hw, cal, mode, tf32_matmul=rec["precision"] == "tf32", perf=perf).latency_s
+
+    def _llm(self, rec: dict) -> float:
+        from tops_advisor.llm.analysis import analyze_llm, precision_for
+        from tops_advisor.llm.presets import preset_config
+        hw, cal, _ = self.card(rec["card"])
+        phase = rec.get("phase", "decode")
+        context = rec["prompt"] if phase == "prefill" else rec["context"]
+        a = analyze_llm(preset_config(rec["workload"][4:]), hw, batch=rec["batch"], phase=phase, context=context,
+                        precision=precision_for(hw, weight=rec["precision"]), tp=rec.get("tp", 1),
+                        mode="graph", calibration=cal, find_crossover=False, suggest=False)
+        return a.requested.latency_s
+
+    def _gemm(self, rec: dict) -> float:
+        from tops_advisor.api import predict
+        hw, cal, perf = self.card(rec["card"])
+        w = gemm_workload(rec["workload"], rec["precision"])
+        return predict(w, hw, cal, "graph", perf=perf).latency_s
+
+
+def gemm_workload(workload: str, dtype: str):
+    """One (M x K) @ (K x N) matmul as a workload: each operand read once, the output written once."""
+    from tops_advisor.units import BYTES_PER_ELEMENT
+    from tops_advisor.workload import GemmShape, OpRecord, Workload
+    m, n, k = gemm_dims(workload)
+    size = BYTES_PER_ELEMENT[dtype]
+    op = OpRecord(name="aten.mm", kind="matmul", module="", flops=2.0 * m * n * k,
+                  bytes_read=(m * k + k * n) * size, bytes_written=m * n * size, param_bytes=k * n * size,
+                  dtype=dtype, kernels=1, gemm=GemmShape(m, n, k))
+    return Workload(name=workload, batch=1, dtype=dtype, ops=(op,), functional=True)
+
+
+# --- scoring and summary ----------------------------------------------------------------------------------
+def detail(rec: dict) -> str:
+    parts = [rec.get("engine", "")]
+    if rec.get("tp", 1) > 1:
+        parts.append(f"tp{rec['tp']}")
+    if rec.get("phase") == "prefill":
+        parts.append(f"prefill {rec['prompt']}")
+    elif "context" in rec:
+        parts.append(f"ctx {rec['context']}")
+    return " ".join(p for p in parts if p)
+
+
+def score(sources: list[dict], predictor: Predictor | None = None) -> list[Scored]:
+    predictor = predictor or Predictor()
+    rows = []
+    for doc in sources:
+        for rec in doc["records"]:
+            _, flag = mode_and_flag(rec["run"])
+            rows.append(Scored(source=doc["file"], card=rec["card"], workload=rec["workload"],
+                               batch=rec["batch"], precision=rec["precision"], run=rec["run"],
+                               detail=detail(rec), measured_s=measured_latency_s(rec),
+                               predicted_s=predictor.latency_s(rec), flag=flag))
+    return rows
+
+
+def stats(rows: list[Scored]) -> dict:
+    """n, median |error|, the worst row's signed error, and the median signed error (bias)."""
+    if not rows:
+        return {"n": 0, "median_abs_error": None, "worst_error": None, "median_error": None}
+    errors = [r.error for r in rows]
+    worst = max(errors, key=abs)
+    return {"n": len(rows), "median_abs_error": statistics.median(abs(e) for e in errors),
+            "worst_error": worst, "median_error": statistics.median(errors)}
+
+
+def summary(rows: list[Scored]) -> dict:
+    cards = sorted({r.card for r in rows})
+    per_card = {c: {"all": stats([r for r in rows if r.card == c]),
+                    "modelled": stats([r for r in rows if r.card == c and not r.flag])} for c in cards}
+    groups = {"all": rows, "modelled runs": [r for r in rows if not r.flag],
+              "runs not modelled": [r for r in rows if r.flag]}
+    by_source = {s: stats([r for r in rows if r.source == s]) for s in sorted({r.source for r in rows})}
+    return {"per_card": per_card, "overall": {k: stats(v) for k, v in groups.items()}, "per_source": by_source}
+
+
+# --- rendering --------------------------------------------------------------------------------------------
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.0f}%"
+
+
+def _abs_pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def _stat_cells(s: dict) -> list[str]:
+    return [str(s["n"]), _abs_pct(s["median_abs_error"]), _pct(s["median_error"]), _pct(s["worst_error"])]
+
+
+def table_lines(summ: dict) -> list[list[str]]:
+    """Header + one row per card + overall rows, as cells."""
+    rows = [["card", "n", "median |err|", "median err", "worst", "n (modelled)", "median |err| (modelled)"]]
+    for card, s in summ["per_card"].items():
+        m = s["modelled"]
+        rows.append([card, *_stat_cells(s["all"]), str(m["n"]), _abs_pct(m["median_abs_error"])])
+    for name, s in summ["overall"].items():
+        rows.append([f"**{name}**", *_stat_cells(s), "", ""])
+    return rows
+
+
+def source_lines(summ: dict) -> list[list[str]]:
+    rows = [["source file", "n", "median |err|", "median err", "worst"]]
+    rows += [[f"`{name}`", *_stat_cells(s)] for name, s in summ["per_source"].items()]
+    return rows
+
+
+def markdown(cells: list[list[str]]) -> str:
+    head, *body = cells
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in body])
+
+
+def plain(cells: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
+    return "\n".join("  ".join(c.replace("**", "").ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells)
+
+
+def row_dump(r: Scored) -> dict:
+    return {**asdict(r), "error": r.error}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    fmt = ap.add_mutually_exclusive_group()
+    fmt.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    fmt.add_argument("--json", action="store_true", help="print every scored record and the summary as JSON")
+    ap.add_argument("--data", type=Path, default=DATA_DIR, help="folder of source files (default: %(default)s)")
+    args = ap.parse_args(argv)
+    rows = score(load_sources(args.data))
+    summ = summary(rows)
+    if args.json:
+        print(json.dumps({"records": [row_dump(r) for r in rows], "summary": summ}, indent=1))
+        return 0
+    render = markdown if args.markdown else plain
+    print(render(table_lines(summ)))
+    print()
+    print(render(source_lines(summ)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
