@@ -41,7 +41,7 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     t0 = time.time()
-    results = MeasurementSet(environment("cuda"))
+    results = MeasurementSet(environment=environment("cuda"))
     out = Path(args.out)
 
     def progress(m) -> None:

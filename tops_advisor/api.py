@@ -40,7 +40,8 @@ class ModelCosts:
                  batches: tuple[int, int] = (1, 2)):
         from .counting import count  # torch is only needed here
 
-        self.model_path = str(model_path)
+        self.model_path = str(getattr(model_path, "path", model_path))
+        self._source = model_path  # a path, or a loaded counting.ModelFile (imported once)
         self.base_dtype = base_dtype
         self.strict = strict
         self._count = count
@@ -51,7 +52,7 @@ class ModelCosts:
     def _counted(self, batch: int, dtype: str) -> Workload:
         key = (batch, dtype)
         if key not in self._cache:
-            self._cache[key] = self._count(self.model_path, batch=batch, dtype=dtype, strict=self.strict)
+            self._cache[key] = self._count(self._source, batch=batch, dtype=dtype, strict=self.strict)
         return self._cache[key]
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from .errors import InputError
+from .render.numbers import format_seconds  # noqa: F401 - re-exported: formatting lives in render.numbers
 from .suggest import did_you_mean
 
 # Canonical precision names, in the order tables show them.
@@ -72,12 +73,3 @@ def parse_batches(text: str) -> list[int]:
             raise InputError(f"batch list {text!r}: {part!r} is not a positive integer; write e.g. 1,8,32")
         out.append(int(part))
     return out
-
-
-def format_seconds(seconds: float) -> str:
-    """Human latency: 12.3 ms, 45.6 us, 1.23 s."""
-    if seconds >= 1:
-        return f"{seconds:.3g} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds * 1e6:.3g} us"

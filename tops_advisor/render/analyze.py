@@ -7,7 +7,7 @@ from collections import defaultdict
 from rich.table import Table
 
 from ..roofline import Prediction
-from ..units import format_seconds
+from .numbers import format_seconds
 
 
 def summary_table(pred: Prediction, hw_name: str) -> Table:

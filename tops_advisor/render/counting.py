@@ -8,28 +8,9 @@ from dataclasses import dataclass, field
 from rich.table import Table
 
 from ..workload import Workload
+from .numbers import fmt_bytes, fmt_intensity, fmt_ops
 
 TOP_LEVEL = "(top level)"
-
-
-def fmt_ops(ops: float) -> str:
-    """8.22e9 -> '8.22 G', 1.2e12 -> '1.2 T', 0 -> '0'."""
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(ops) >= scale:
-            return f"{ops / scale:.3g} {prefix}"
-    return f"{ops:.3g}"
-
-
-def fmt_bytes(nbytes: float) -> str:
-    """Decimal bytes: 4.1e8 -> '410 MB', 1.38e11 -> '138 GB'."""
-    for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
-        if abs(nbytes) >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes:.3g} B"
-
-
-def fmt_intensity(flops: float, nbytes: float) -> str:
-    return f"{flops / nbytes:.3g}" if nbytes else "-"
 
 
 @dataclass

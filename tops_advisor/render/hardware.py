@@ -10,27 +10,10 @@ from collections.abc import Iterable, Sequence
 
 from ..catalog import Hardware
 from ..units import PEAK_KEYS
-
-MISSING = "-"
+from .numbers import MISSING, fmt_number, fmt_ratio
 
 # `hardware list` columns (without a --precision filter) and the precisions they show.
 LIST_PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "fp8", "int8")
-
-
-def fmt_number(value: float | None, digits: int = 4) -> str:
-    """989.5 -> '989.5', 1979 -> '1,979', 18000 -> '18,000', 0.2531 -> '0.2531', None -> '-'."""
-    if value is None:
-        return MISSING
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.{digits}g}"
-
-
-def fmt_ratio(value: float | None) -> str:
-    """TOPS/W and ops/byte: three significant digits (whole numbers from 100 up)."""
-    if value is None:
-        return MISSING
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def peak_precisions(devices: Iterable[Hardware]) -> list[str]:

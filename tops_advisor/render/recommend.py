@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from ..recommend import RecommendResult
-from ..units import format_seconds
+from .numbers import format_seconds
 
 
 def recommendations_table(res: RecommendResult) -> Table:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 import statistics
-from dataclasses import asdict, dataclass
+
+from pydantic import BaseModel, ConfigDict, computed_field, field_serializer
 
 from ..workload import OP_KINDS
 
@@ -23,8 +24,12 @@ def relative_error(predicted: float | None, measured: float | None) -> float | N
     return (predicted - measured) / measured
 
 
-@dataclass(frozen=True)
-class LatencyRow:
+class LatencyRow(BaseModel):
+    """One (batch, mode): measured median and spread, predicted from defaults and with calibration. Seconds.
+    ``model_dump()`` adds the relative errors."""
+
+    model_config = ConfigDict(frozen=True)
+
     model: str
     batch: int
     dtype: str
@@ -35,20 +40,19 @@ class LatencyRow:
     calibrated_s: float | None
     bound: str
 
+    @computed_field
     @property
     def err_default(self) -> float | None:
         return relative_error(self.default_s, self.measured_s)
 
+    @computed_field
     @property
     def err_calibrated(self) -> float | None:
         return relative_error(self.calibrated_s, self.measured_s)
 
-    def model_dump(self) -> dict:
-        d = asdict(self)
-        d["spread_s"] = list(self.spread_s) if self.spread_s else None
-        d["err_default"] = self.err_default
-        d["err_calibrated"] = self.err_calibrated
-        return d
+    @field_serializer("spread_s")
+    def _spread_list(self, spread: tuple[float, float] | None) -> list[float] | None:
+        return list(spread) if spread else None
 
 
 def compare_latency(measurement, predictions: dict[str, tuple]) -> list[LatencyRow]:
@@ -113,8 +117,12 @@ def measured_by_kind(kernels_by_op: dict[str, dict]) -> dict[str, float]:
     return out
 
 
-@dataclass(frozen=True)
-class KindRow:
+class KindRow(BaseModel):
+    """Measured kernel time of one operator kind beside its predicted device time (seconds, shares of the
+    totals). ``model_dump()`` adds the relative error."""
+
+    model_config = ConfigDict(frozen=True)
+
     kind: str
     measured_s: float
     predicted_s: float
@@ -122,14 +130,10 @@ class KindRow:
     measured_share: float
     predicted_share: float
 
+    @computed_field
     @property
     def error(self) -> float | None:
         return relative_error(self.predicted_s, self.measured_s) if self.measured_s else None
-
-    def model_dump(self) -> dict:
-        d = asdict(self)
-        d["error"] = self.error
-        return d
 
 
 def predicted_by_kind(prediction) -> dict[str, tuple[float, str]]:

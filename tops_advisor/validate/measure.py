@@ -13,9 +13,9 @@ Used by ``tops-advisor validate`` and by ``benchmarks/measure_models.py``; the r
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from ..errors import ModelFileError, ProbeError
 from ..probe.kit import CpuBackend, CudaBackend, Timing, capture_graph, device_name, environment, is_oom
@@ -28,9 +28,16 @@ DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 MEASURED_MODES = ("eager", "graph")
 
 
-@dataclass
-class Measurement:
-    """One model at one batch and dtype on one device. Seconds; ``None`` for a mode not measured."""
+class Measurement(BaseModel):
+    """One model at one batch and dtype on one device. Seconds; ``None`` for a mode not measured.
+
+    ``model_dump()`` gives the record format of ``benchmarks/results/*.json`` (written since the first
+    measurements, read back by ``from_record``): keys absent where not measured, ``device`` only when it is
+    not 'cuda', the spreads under ``eager_spread``/``graph_spread``. That format is older than this model,
+    so the serializer below writes it by hand instead of renaming the fields.
+    """
+
+    model_config = ConfigDict(frozen=True)
 
     model: str
     batch: int
@@ -49,8 +56,8 @@ class Measurement:
     def spread_s(self, mode: str) -> tuple[float, float] | None:
         return getattr(self, f"{mode}_spread_s")
 
-    def model_dump(self) -> dict:
-        """The record format of ``benchmarks/measure_models.py`` (keys absent where not measured)."""
+    @model_serializer(mode="plain")
+    def _record(self) -> dict:
         d: dict = {"model": self.model, "batch": self.batch, "dtype": self.dtype}
         if self.device != "cuda":
             d["device"] = self.device
@@ -113,23 +120,23 @@ def measure_one(model_file, batch: int, dtype: str, *, repeats: int = 30, warmup
     torch.manual_seed(0)
     model = model_file.build(meta=False).to(device, dtype=DTYPES[dtype]).eval()
     inputs = cast_inputs(model_file.inputs(batch, meta=False), dtype, device)
-    out = Measurement(model=model_name or str(model_file.path), batch=batch, dtype=dtype, device=device)
+    found: dict = {}
     try:
         with torch.inference_mode():
             if "eager" in modes:
                 t = time_fn(lambda: model(*inputs), repeats, warmup, device)
-                out.eager_s, out.eager_spread_s = t.median_s, (t.min_s, t.max_s)
+                found.update(eager_s=t.median_s, eager_spread_s=(t.min_s, t.max_s))
             if "graph" in modes and device == "cuda":
                 graph = capture_graph(lambda: model(*inputs))
                 t = time_fn(graph.replay, repeats, warmup, device)
-                out.graph_s, out.graph_spread_s = t.median_s, (t.min_s, t.max_s)
+                found.update(graph_s=t.median_s, graph_spread_s=(t.min_s, t.max_s))
                 del graph
             if profile:
-                out.kernels_by_op = profile_ops(model, inputs, device)
+                found["kernels_by_op"] = profile_ops(model, inputs, device)
     finally:
         if device == "cuda":
             torch.cuda.empty_cache()
-    return out
+    return Measurement(model=model_name or str(model_file.path), batch=batch, dtype=dtype, device=device, **found)
 
 
 def _device_us(evt, self_only: bool = False) -> float:
@@ -188,18 +195,21 @@ def measure_batches(model_file, batches: list[int], dtype: str, *, repeats: int 
     name = model_name or str(model_file.path)
     out = []
     for batch in batches:
+        def failed(error: str, batch=batch) -> Measurement:
+            return Measurement(model=name, batch=batch, dtype=dtype, device=device, error=error)
+
         try:
             m = measure_one(model_file, batch, dtype, repeats=repeats, warmup=warmup, profile=profile,
                             device=device, modes=modes, model_name=name)
         except ModelFileError as exc:  # build_model() or example_inputs() raised
             if not keep_going:
                 raise
-            m = Measurement(name, batch, dtype, device, error=str(exc))
+            m = failed(str(exc))
         except Exception as exc:  # the model's own failure on this device: one line, or record and go on
             if is_oom(exc):
-                m = Measurement(name, batch, dtype, device, error="out of memory")
+                m = failed("out of memory")
             elif keep_going:
-                m = Measurement(name, batch, dtype, device, error=f"{type(exc).__name__}: {one_line(exc)}")
+                m = failed(f"{type(exc).__name__}: {one_line(exc)}")
             else:
                 raise ModelFileError(f"{name} failed on {device} at batch {batch}: {one_line(exc)}") from None
         if device == "cuda" and m.error:
@@ -210,12 +220,11 @@ def measure_batches(model_file, batches: list[int], dtype: str, *, repeats: int 
     return out
 
 
-@dataclass
-class MeasurementSet:
-    """Measurements and the environment they were taken in (the JSON of ``benchmarks/results/``)."""
+class MeasurementSet(BaseModel):
+    """Measurements and the environment they were taken in (the JSON of ``benchmarks/results/``). Frozen
+    fields; ``runs`` is the list a measuring script appends to as it goes."""
+
+    model_config = ConfigDict(frozen=True)
 
     environment: dict
-    runs: list[Measurement] = field(default_factory=list)
-
-    def model_dump(self) -> dict:
-        return {"environment": self.environment, "runs": [m.model_dump() for m in self.runs]}
+    runs: list[Measurement] = Field(default_factory=list)
