@@ -270,7 +270,7 @@ def _stat_cells(s: dict) -> list[str]:
 
 def table_lines(summ: dict) -> list[list[str]]:
     """Header + one row per card + overall rows, as cells."""
-    rows = [["card", "n", "median |err|", "median err", "worst", "n (modelled)", "median |err| (modelled)"]]
+    rows = [["card", "n", "median abs err", "median err", "worst", "n (modelled)", "median abs err (modelled)"]]
     for card, s in summ["per_card"].items():
         m = s["modelled"]
         rows.append([card, *_stat_cells(s["all"]), str(m["n"]), _abs_pct(m["median_abs_error"])])
@@ -280,7 +280,7 @@ def table_lines(summ: dict) -> list[list[str]]:
 
 
 def source_lines(summ: dict) -> list[list[str]]:
-    rows = [["source file", "n", "median |err|", "median err", "worst"]]
+    rows = [["source file", "n", "median abs err", "median err", "worst"]]
     rows += [[f"`{name}`", *_stat_cells(s)] for name, s in summ["per_source"].items()]
     return rows
 
