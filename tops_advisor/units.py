@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from .errors import InputError
-from .render.numbers import format_seconds  # noqa: F401 - re-exported: formatting lives in render.numbers
+from .formatting import format_seconds  # noqa: F401 - re-exported: formatting lives in formatting.py
 from .suggest import did_you_mean
 
 # Canonical precision names, in the order tables show them.

@@ -6,8 +6,8 @@ from collections import defaultdict
 
 from rich.table import Table
 
+from ..formatting import format_seconds
 from ..roofline import Prediction
-from .numbers import format_seconds
 
 
 def summary_table(pred: Prediction, hw_name: str) -> Table:

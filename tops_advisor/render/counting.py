@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from rich.table import Table
 
+from ..formatting import fmt_bytes, fmt_intensity, fmt_ops
 from ..workload import Workload
-from .numbers import fmt_bytes, fmt_intensity, fmt_ops
 
 TOP_LEVEL = "(top level)"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..catalog import Hardware
+from ..formatting import MISSING, fmt_number, fmt_ratio
 from ..units import PEAK_KEYS
-from .numbers import MISSING, fmt_number, fmt_ratio
 
 # `hardware list` columns (without a --precision filter) and the precisions they show.
 LIST_PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "fp8", "int8")

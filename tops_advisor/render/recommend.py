@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from ..formatting import format_seconds
 from ..recommend import RecommendResult
-from .numbers import format_seconds
 
 
 def recommendations_table(res: RecommendResult) -> Table:

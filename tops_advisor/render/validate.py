@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from ..formatting import fmt_signed_percent, format_seconds, format_seconds_or_missing
 from ..validate.run import ValidationReport
-from .numbers import fmt_signed_percent, format_seconds, format_seconds_or_missing
 
 
 def latency_table(report: ValidationReport) -> Table:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from ..accuracy import expected_error
 from ..errors import InputError, UnknownHardwareError, UnsupportedPrecisionError
-from ..render.numbers import format_seconds
+from ..formatting import format_seconds
 from .compare import KindRow, LatencyRow, compare_by_kind, compare_latency
 
 MEASURABLE_DTYPES = ("fp32", "fp16", "bf16")

@@ -1,4 +1,5 @@
-"""Human numbers: the one place base units become text. Pure, no rich, no torch.
+"""Human numbers: the one place base units become text. Pure (no rich, no torch, no package imports), so that
+the library's own messages (recommend, advice) and render/ share it.
 
 Decimal prefixes for operations, bytes, bandwidth and memory (G = 1e9, GB = 1e9 bytes), as the datasheets
 print them; binary names (KiB, MiB, GiB = 2^10, 2^20, 2^30 bytes) only for message sizes, which are powers
