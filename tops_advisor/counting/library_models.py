@@ -1,0 +1,217 @@
+"""Models from the libraries people use, by name: ``timm:NAME``, ``torchvision:NAME``, ``hf:PATH_OR_ID``.
+
+Each is built from its library's own constructor on the meta device (no weights are downloaded or allocated)
+with inputs from its own configuration: timm's ``pretrained_cfg["input_size"]``, torchvision's weight
+transforms (crop or resize size), a Hugging Face config's image size, mel bins or ``--seq`` tokens. The
+libraries are an optional extra (``pip install 'tops-advisor[models]'``); without one, one line says what to
+install.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from ..errors import ModelFileError, one_line
+
+PREFIXES = ("timm:", "torchvision:", "hf:")
+DEFAULT_SEQ = 128       # tokens per sequence for text models when --seq is not given
+_EXTRA = "pip install 'tops-advisor[models]' (timm, torchvision, transformers)"
+
+
+def is_library_spec(spec: str | Path) -> bool:
+    return isinstance(spec, str) and spec.startswith(PREFIXES)
+
+
+@dataclass
+class LibraryModel:
+    """A library model: how to build it and its example inputs (a tuple, or a dict of keyword inputs)."""
+
+    spec: str
+    build_fn: Callable[[], torch.nn.Module]
+    inputs_fn: Callable[[int], tuple | dict]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def label(self) -> str:
+        return self.spec
+
+    @property
+    def stem(self) -> str:
+        return self.spec.split(":", 1)[1].replace("/", "_")
+
+    def build(self, meta: bool = True) -> torch.nn.Module:
+        try:
+            if meta:
+                with torch.device("meta"):
+                    return self.build_fn()
+            return self.build_fn()
+        except ModelFileError:
+            raise
+        except Exception as exc:
+            raise ModelFileError(f"{self.spec}: building it raised {one_line(exc)}") from None
+
+    def inputs(self, batch: int, meta: bool = True):
+        with torch.device("meta" if meta else "cpu"):
+            return self.inputs_fn(batch)
+
+
+def _import(name: str):
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise ModelFileError(f"{name} is not installed ({one_line(exc)})", hint=_EXTRA) from None
+
+
+def _image(shape: tuple[int, ...]) -> Callable[[int], tuple]:
+    return lambda batch: (torch.randn(batch, *shape),)
+
+
+def timm_model(name: str, input_shape: tuple[int, ...] | None = None) -> LibraryModel:
+    """``timm.create_model(name, pretrained=False)``; input size from its pretrained config."""
+    timm = _import("timm")
+    if not timm.is_model(name):
+        hint = ", ".join(timm.list_models(f"*{name.split('_')[0]}*")[:8])
+        raise ModelFileError(f"timm has no model {name!r}", hint=f"similar: {hint}" if hint else
+                             "list them with python -c 'import timm; print(timm.list_models())'")
+    cfg = timm.get_pretrained_cfg(name)
+    shape = tuple(input_shape or (cfg.input_size if cfg is not None else (3, 224, 224)))
+    return LibraryModel(f"timm:{name}", lambda: timm.create_model(name, pretrained=False), _image(shape),
+                        (f"input {'x'.join(map(str, shape))} ({'given' if input_shape else 'timm pretrained_cfg'})",))
+
+
+def _torchvision_shape(tv, name: str) -> tuple[int, ...]:
+    """The size the default weights' transforms feed the model (crop for classification, resize otherwise)."""
+    try:
+        transforms = tv.models.get_model_weights(name).DEFAULT.transforms()
+    except (ValueError, AttributeError, KeyError):
+        return (3, 224, 224)
+    size = getattr(transforms, "crop_size", None) or getattr(transforms, "resize_size", None) or [224]
+    side = int(size[0])
+    return (3, side, side)
+
+
+def torchvision_model(name: str, input_shape: tuple[int, ...] | None = None) -> LibraryModel:
+    """``torchvision.models.get_model(name, weights=None)``: classification, segmentation, detection, video."""
+    tv = _import("torchvision")
+    names = tv.models.list_models()
+    if name not in names:
+        from ..suggest import did_you_mean
+
+        raise ModelFileError(f"torchvision has no model {name!r}", hint=did_you_mean(name, names))
+    shape = tuple(input_shape or _torchvision_shape(tv, name))
+    detection = name in tv.models.list_models(module=tv.models.detection)
+
+    def inputs(batch: int):
+        images = torch.randn(batch, *shape)
+        return (list(images.unbind(0)),) if detection else (images,)
+
+    build = lambda: tv.models.get_model(name, weights=None, weights_backbone=None) if detection \
+        else tv.models.get_model(name, weights=None)  # noqa: E731
+    return LibraryModel(f"torchvision:{name}", build, inputs,
+                        (f"input {'x'.join(map(str, shape))} ({'given' if input_shape else 'weights transforms'})",))
+
+
+# --task -> the Auto class that builds it (default: the config's own ``architectures[0]``, else AutoModel)
+HF_TASKS = {
+    "base": "AutoModel", "causal-lm": "AutoModelForCausalLM", "masked-lm": "AutoModelForMaskedLM",
+    "seq2seq-lm": "AutoModelForSeq2SeqLM", "sequence-classification": "AutoModelForSequenceClassification",
+    "image-classification": "AutoModelForImageClassification", "speech-seq2seq": "AutoModelForSpeechSeq2Seq",
+}
+
+
+def hf_config(transformers, path_or_id: str):
+    """The model's config, built by transformers' own config class (so per-model defaults hold): from a
+    directory or a ``config.json`` offline, else from the hub (the config alone, never weights)."""
+    p = Path(path_or_id)
+    try:
+        if p.is_file():
+            data = json.loads(p.read_text(encoding="utf-8"))
+            model_type = data.pop("model_type", None)
+            if model_type is None:
+                raise ModelFileError(f"{p}: no model_type key: not a Hugging Face config.json")
+            return transformers.AutoConfig.for_model(model_type, **data)
+        return transformers.AutoConfig.from_pretrained(path_or_id, local_files_only=p.is_dir())
+    except ModelFileError:
+        raise
+    except Exception as exc:
+        raise ModelFileError(f"hf:{path_or_id}: cannot read its config: {one_line(exc)}",
+                             hint="give a directory or config.json on disk, or a hub id when online") from None
+
+
+def _hf_class(transformers, config, task: str | None):
+    if task is not None:
+        if task not in HF_TASKS:
+            raise ModelFileError(f"unknown --task {task!r}", hint=f"one of {', '.join(HF_TASKS)}")
+        auto = getattr(transformers, HF_TASKS[task])
+        return lambda: auto.from_config(config)
+    arch = (getattr(config, "architectures", None) or [None])[0]
+    cls = getattr(transformers, arch, None) if arch else None
+    if cls is None:
+        return lambda: transformers.AutoModel.from_config(config)
+    return lambda: cls._from_config(config)
+
+
+def _sub(config, *names):
+    """The first sub-config among ``names`` (CLIP: text_config / vision_config), else the config itself."""
+    for n in names:
+        sub = getattr(config, n, None)
+        if sub is not None:
+            return sub
+    return config
+
+
+def hf_inputs(config, seq: int, input_shape: tuple[int, ...] | None) -> Callable[[int], dict]:
+    """Keyword inputs built from the config: token ids and an all-ones attention mask of ``seq`` tokens,
+    pixel values at the config's image size, mel features for speech, decoder ids for encoder-decoders."""
+    vision = _sub(config, "vision_config")
+    text = _sub(config, "text_config")
+    has_image = hasattr(vision, "image_size") and hasattr(vision, "num_channels")
+    has_text = hasattr(text, "vocab_size") and not hasattr(config, "num_mel_bins")
+    speech = hasattr(config, "num_mel_bins")
+
+    def inputs(batch: int) -> dict:
+        out: dict = {}
+        if has_text:
+            out["input_ids"] = torch.zeros(batch, seq, dtype=torch.long)
+            out["attention_mask"] = torch.ones(batch, seq, dtype=torch.long)
+        if has_image:
+            side = int(vision.image_size if isinstance(vision.image_size, int) else vision.image_size[0])
+            shape = input_shape or (vision.num_channels, side, side)
+            out["pixel_values"] = torch.randn(batch, *shape)
+        if speech:
+            frames = 2 * int(getattr(config, "max_source_positions", 1500))
+            out["input_features"] = torch.randn(batch, *(input_shape or (config.num_mel_bins, frames)))
+        if getattr(config, "is_encoder_decoder", False):
+            out["decoder_input_ids"] = torch.zeros(batch, seq if has_text else 1, dtype=torch.long)
+        return out
+
+    return inputs
+
+
+def hf_model(path_or_id: str, task: str | None = None, seq: int | None = None,
+             input_shape: tuple[int, ...] | None = None) -> LibraryModel:
+    transformers = _import("transformers")
+    config = hf_config(transformers, path_or_id)
+    seq = seq or DEFAULT_SEQ
+    build = _hf_class(transformers, config, task)
+    return LibraryModel(f"hf:{path_or_id}", build, hf_inputs(config, seq, input_shape),
+                        (f"{config.model_type}: {seq} tokens per sequence, attention mask all ones (no padding)",))
+
+
+def load_library_model(spec: str, *, task: str | None = None, seq: int | None = None,
+                       input_shape: tuple[int, ...] | None = None) -> LibraryModel:
+    """``timm:NAME``, ``torchvision:NAME`` or ``hf:PATH_OR_ID``."""
+    kind, _, name = spec.partition(":")
+    if not name:
+        raise ModelFileError(f"{spec!r}: no model name after '{kind}:'", hint="e.g. timm:resnet50")
+    if kind == "timm":
+        return timm_model(name, input_shape)
+    if kind == "torchvision":
+        return torchvision_model(name, input_shape)
+    return hf_model(name, task, seq, input_shape)
