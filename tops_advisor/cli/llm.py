@@ -55,67 +55,6 @@ def llm(config, hardware_name, phase, batch, context, prompt, generate, weight_d
         d["calibration"] = source or None
         echo_json(d)
         return
-    _render(result, hw, source)
+    from ..render.llm import render_llm
 
-
-def _gb(x: float) -> str:
-    return f"{x / 1e9:.3g} GB" if x >= 1e7 else f"{x / 1e6:.2g} MB"
-
-
-def _render(r, hw, source: str) -> None:
-    from rich.table import Table
-
-    from ..units import format_seconds
-
-    m = r.memory
-    what = (f"prefill of {r.prefill.context} tokens" if r.phase == "prefill"
-            else f"decode step at context {r.decode.context}")
-    devices = f"{r.tp} x {hw.name}" if r.tp > 1 else hw.name
-    t = Table(title=f"{r.model} on {devices}: {what}, batch {r.batch}, {r.mode} mode, {r.layout} kernels",
-              show_header=False, title_justify="left")
-    t.add_column(style="bold")
-    t.add_column()
-    t.add_row("Precision", r.precision.describe())
-    t.add_row("Latency", f"{format_seconds(r.latency_s)} per {'prefill' if r.phase == 'prefill' else 'step'} "
-                         f"(bound: {r.bound})")
-    unit = "prompt tokens/s" if r.phase == "prefill" else "output tokens/s"
-    t.add_row("Throughput", f"{r.tokens_per_s:,.1f} {unit} in aggregate"
-              + ("" if r.phase == "prefill" else f", {1 / r.tpot_s:,.1f} per request"))
-    t.add_row("TTFT", f"{format_seconds(r.ttft_s)} (prefill of {r.prefill.context} tokens, batch {r.batch})")
-    t.add_row("Time per output token", f"{format_seconds(r.tpot_s)} (decode at context {r.decode.context})")
-    if r.request_latency_s is not None:
-        t.add_row("Request", f"{r.prompt} prompt + {r.generate} generated tokens: "
-                             f"{format_seconds(r.request_latency_s)}")
-    if r.tp > 1:
-        t.add_row("Tensor parallel", f"{r.tp} devices over {r.link}: {format_seconds(r.decode.communication_s)} "
-                                     f"of all-reduces per decode step, {format_seconds(r.prefill.communication_s)} "
-                                     f"per prefill")
-    per = " per device" if r.tp > 1 else ""
-    t.add_row("Memory" + per, f"{_gb(m.total_bytes)} of {_gb(m.capacity_bytes)}: weights {_gb(m.weights_bytes)}, "
-                              f"KV cache {_gb(m.kv_cache_bytes)}, activations {_gb(m.activation_bytes)}, "
-                              f"runtime {_gb(m.reserve_bytes)} -> "
-                              + ("[green]fits[/green]" if r.fits_memory else "[red]does not fit[/red]"))
-    t.add_row("KV cache per token" + per, f"{m.kv_bytes_per_token / 1e3:,.1f} kB")
-    if r.max_batch == 0 and r.max_context == 0:
-        t.add_row("Largest batch / context", "none: even one short sequence does not fit")
-    else:
-        t.add_row("Largest batch / context", f"batch {r.max_batch} at this context; {r.max_context} tokens per "
-                                             f"sequence at batch {r.batch}")
-    t.add_row("Devices needed", "more than 64" if r.devices_needed is None else str(r.devices_needed))
-    cross = ("not up to batch 4096" if r.decode_compute_bound_batch is None
-             else f"batch {r.decode_compute_bound_batch}")
-    ridge = "" if r.gemm_ridge_batch is None else (f" (weight GEMMs alone: ~batch {r.gemm_ridge_batch:.0f}, "
-                                                   "the datasheet ridge)")
-    t.add_row("Decode turns compute-bound", cross + ridge)
-    if source:
-        t.add_row("Calibration", source)
-    out = console()
-    out.print(t)
-    for reason in r.reasons:
-        out.print(f"[red]Not possible:[/red] {reason}")
-    if r.suggestions:
-        out.print("What would make it possible:")
-    for s in r.suggestions:
-        out.print(f"  - {s}")
-    for n in r.notes:
-        out.print(f"note: {n}")
+    render_llm(result, hw, source, console())
