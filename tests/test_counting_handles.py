@@ -312,3 +312,30 @@ def test_half_attention_pads_head_dims_not_a_multiple_of_8(dtype, head_dim, pads
         # reads the (2, 4, 16, 36) tensor, fills and copies into a (2, 4, 16, 40) one: 2 kernels, 2 writes
         assert op.bytes_read == 2 * 4 * 16 * 36 * 2 and op.bytes_written == 2 * (2 * 4 * 16 * 40 * 2)
         assert op.kernels == 2 and op.internal and op.strided and op.kind == "copy"
+
+
+def test_the_three_cuda_rewrites_belong_to_the_lowering():
+    """Counted without a lowering, a model is what it computes: the convolution without cuDNN's separate bias
+    add, attention without the half-precision head-dim padding, and the math path's copy of the
+    transposed attention output kept; lowered for eager PyTorch on CUDA (the default), the reverse."""
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv1d(4, 4, 1)                                  # with a bias
+
+        def forward(self, x, q):
+            y = F.scaled_dot_product_attention(q, q, q)                   # head dim 36: padded in fp16
+            return self.conv(x), y.transpose(1, 2).reshape(2, 16, 144)
+
+    inputs = (torch.randn(2, 4, 8, device="meta"), torch.randn(2, 4, 16, 36, device="meta"))
+    raw = count_module(Model(), inputs, "fp16", lowering="none")
+    lowered = count_module(Model(), inputs, "fp16")
+    assert (raw.lowering, lowered.lowering) == ("none", "pytorch-cuda")
+    assert [op.name for op in raw.ops] == ["aten.scaled_dot_product_attention", "aten.convolution",
+                                           "aten.clone"]
+    assert [op.name for op in lowered.ops] == ["aten.constant_pad_nd"] * 3 + [  # one each for q, k, v
+        "aten.scaled_dot_product_attention", "aten.convolution", "aten.add"]
+    add = lowered.ops[-1]
+    assert add.flops == 2 * 4 * 8 and add.bytes_read == (2 * 4 * 8 + 4) * 2  # output 64 fp16 + bias 4
+    with pytest.raises(CountingError, match="unknown lowering"):
+        count_module(Model(), inputs, "fp16", lowering="tpu")

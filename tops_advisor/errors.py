@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """'TypeError: first line of the message', at most ``limit`` characters (a cause quoted in an error)."""
+    text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    out = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
 class TopsAdvisorError(Exception):
     """Base of every error a user can cause. ``hint`` says what would be right."""
 
@@ -29,6 +36,14 @@ class ModelFileError(TopsAdvisorError):
 
 class CountingError(TopsAdvisorError):
     """Counting a model failed (e.g. an unsupported operator under --strict)."""
+
+
+class ForwardFailed(CountingError):
+    """The model's forward pass raised while counting; ``detail`` is the one-line cause."""
+
+    def __init__(self, message: str, detail: str):
+        super().__init__(message)
+        self.detail = detail
 
 
 class UnsupportedPrecisionError(TopsAdvisorError):

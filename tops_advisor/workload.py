@@ -91,6 +91,8 @@ class Workload:
     notes: tuple[str, ...] = ()
     functional: bool = False          # issued from plain functions (an LLM built analytically), not from
                                       # nn.Module calls: less host time per operator in eager mode
+    lowering: str = ""                # how counted operators became kernels ("pytorch-cuda": eager PyTorch on
+                                      # a CUDA GPU, counting/lowering.py; "" when built as kernels directly)
 
     @property
     def flops(self) -> float:
@@ -120,5 +122,6 @@ class Workload:
             "flops": self.flops, "bytes": self.bytes, "params": self.params, "param_bytes": self.param_bytes,
             "input_bytes": self.input_bytes, "activation_peak_bytes": self.activation_peak_bytes,
             "kernels": self.kernels, "intensity": self.intensity if self.bytes else None,
-            "unsupported_ops": dict(self.unsupported_ops), "notes": list(self.notes), "ops": ops,
+            "unsupported_ops": dict(self.unsupported_ops), "notes": list(self.notes), "lowering": self.lowering,
+            "ops": ops,
         }

@@ -1,12 +1,15 @@
 """Count a PyTorch model's operations and bytes per operator (imports torch).
 
 ``count(path, batch, dtype)`` for a model file, ``count_module(module, inputs, dtype)`` for a module in hand;
-both return a hardware-independent :class:`tops_advisor.workload.Workload`.
+both return a :class:`tops_advisor.workload.Workload` with no device numbers in it: the operators counted, then
+lowered to the kernels eager PyTorch launches on a CUDA GPU (``lowering.lower_pytorch_cuda``).
 """
 
 from .counter import COUNT_DTYPES, UnsupportedOpWarning, count, count_module
 from .handles import HANDLES, ZERO_COST, Cost, OpCall, TensorInfo, register
+from .lowering import LOWERINGS, PYTORCH_CUDA, lower_pytorch_cuda
 from .model_file import ModelFile, load_model_file
 
-__all__ = ["COUNT_DTYPES", "HANDLES", "ZERO_COST", "Cost", "ModelFile", "OpCall", "TensorInfo",
-           "UnsupportedOpWarning", "count", "count_module", "load_model_file", "register"]
+__all__ = ["COUNT_DTYPES", "HANDLES", "LOWERINGS", "PYTORCH_CUDA", "ZERO_COST", "Cost", "ModelFile", "OpCall",
+           "TensorInfo", "UnsupportedOpWarning", "count", "count_module", "load_model_file", "lower_pytorch_cuda",
+           "register"]

@@ -7,8 +7,16 @@ materialised or computed on, so a 70B-parameter model counts in seconds and litt
 (on meta/CPU tensors SDPA runs its math path: matmul, softmax, matmul) and counts each as the one fused
 kernel it is on a GPU. Forward hooks give each operator the path of the module it ran in.
 
+The counter records what the model computes, plus the facts (``lowering.OpFacts``) a lowering needs;
+``count_module`` then applies a lowering (``lowering.lower_pytorch_cuda`` by default) as its own step.
+
 Why not fvcore's JIT trace: in this torch version ``torch.jit.trace`` of a convolution on the meta device
 fails (``TypeError: cond must be a bool``), and a trace on real tensors needs the model's memory.
+
+Why forward hooks rather than ``torch.utils.module_tracker.ModuleTracker``: its ``parents`` is an unordered
+set of names (the innermost module, which each record needs, is not known), its names carry the root's
+class name ("ResNet.layer1.0", where ``named_modules`` gives "layer1.0"), a module entered twice collapses to
+one entry, and its hooks are global (every module in the process, not this model's).
 """
 
 from __future__ import annotations
@@ -26,10 +34,12 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map_only
 
-from ..errors import CountingError, InputError, ModelFileError
+from ..errors import CountingError, ForwardFailed, InputError, ModelFileError, one_line
 from ..units import parse_precision
 from ..workload import OpRecord, Workload
 from .handles import ZERO_COST, Cost, OpCall, TensorInfo, lookup
+from .lowering import PYTORCH_CUDA, CountedOp, OpFacts, TensorFacts, lower
+from .model_file import ModelFile, load_model_file
 
 # Precisions a model can be counted in. fp64/fp32/tf32/fp16/bf16 run the model in that torch dtype (tf32:
 # fp32 storage, matrix operators labelled tf32). fp8/int8/int4/fp4 have no eager kernels for most operators:
@@ -38,38 +48,32 @@ from .handles import ZERO_COST, Cost, OpCall, TensorInfo, lookup
 COUNT_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
 _NARROW = frozenset({"fp8", "int8", "int4", "fp4"})
 _DTYPE_NAME = {torch.float64: "fp64", torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
-
-
-def _float_dtype(tensors) -> torch.dtype | None:
-    """The dtype of the largest floating-point input (the one the kernel computes in)."""
-    floats = [t for t in tensors if t.is_floating_point()]
-    return max(floats, key=lambda t: t.numel()).dtype if floats else None
-_TORCH_DTYPE = {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
-                "bf16": torch.bfloat16}
+_TORCH_DTYPE = {name: dt for dt, name in _DTYPE_NAME.items()} | {"tf32": torch.float32}
 _TENSOR_CORE_KINDS = frozenset({"matmul", "conv", "attention"})
-_FROM_TORCH = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64"}
+
+_SDPA = "aten.scaled_dot_product_attention"
+_CONVOLUTIONS = ("aten.convolution", "aten._convolution")
+_COPIES = ("aten.clone", "aten.contiguous")
 
 # Functions counted before they decompose, as the single fused kernel they are on a GPU.
 _FUSED = {
-    F.scaled_dot_product_attention: "aten.scaled_dot_product_attention",
+    F.scaled_dot_product_attention: _SDPA,
     F.rms_norm: "aten.rms_norm",
     torch.rms_norm: "aten.rms_norm",
 }
 
+# Operators whose kernels differ within their kind (OpRecord.family): the roofline reads the family, never
+# an ATen name.
+OP_FAMILY = {"aten.native_batch_norm": "batch_norm", "aten.native_layer_norm": "layer_norm",
+             "aten.layer_norm": "layer_norm", "aten.native_group_norm": "group_norm",
+             "aten.group_norm": "group_norm"}
 
-class ForwardFailed(CountingError):
-    """The model's forward pass raised; ``detail`` is the one-line cause."""
-
-    def __init__(self, message: str, detail: str):
-        super().__init__(message)
-        self.detail = detail
+# Memory-bound kinds whose kernels slow down when an input is a permuted or transposed view.
+_STRIDE_SENSITIVE_KINDS = ("elementwise", "norm", "softmax", "reduction", "copy")
 
 
-def one_line(exc: BaseException, limit: int = 300) -> str:
-    """'TypeError: first line of the message', at most ``limit`` characters."""
-    text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-    out = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    return out if len(out) <= limit else out[: limit - 3] + "..."
+class UnsupportedOpWarning(UserWarning):
+    """Some operators have no counting formula and were counted as zero operations."""
 
 
 def resolve_dtype(dtype: str | None, module: torch.nn.Module | None = None) -> str:
@@ -77,7 +81,7 @@ def resolve_dtype(dtype: str | None, module: torch.nn.Module | None = None) -> s
     if dtype is None:
         for p in module.parameters() if module is not None else ():
             if p.is_floating_point():
-                return _FROM_TORCH.get(p.dtype, "fp32")
+                return _DTYPE_NAME.get(p.dtype, "fp32")
         return "fp32"
     try:
         return parse_precision(dtype, COUNT_DTYPES)
@@ -85,12 +89,48 @@ def resolve_dtype(dtype: str | None, module: torch.nn.Module | None = None) -> s
         raise CountingError(f"cannot count in {dtype!r}: {exc}", hint=exc.hint) from None
 
 
+def _flat_tensors(tree) -> list[torch.Tensor]:
+    return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+
+
+def _float_dtype(tensors: Sequence[torch.Tensor]) -> torch.dtype | None:
+    """The dtype of the largest floating-point input (the one the kernel computes in)."""
+    floats = [t for t in tensors if t.is_floating_point()]
+    return max(floats, key=lambda t: t.numel()).dtype if floats else None
+
+
+def _strided(t: torch.Tensor) -> bool:
+    """A permuted/transposed view: not contiguous in either standard layout. Broadcast views (a zero
+    stride, e.g. a bias) and scalars are not strided in this sense."""
+    try:
+        if t.dim() < 2 or t.numel() <= 1 or 0 in t.stride():
+            return False
+        return not (t.is_contiguous() or t.is_contiguous(memory_format=torch.channels_last)
+                    if t.dim() == 4 else t.is_contiguous())
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
+def _swaps_heads_and_sequence(name: str, args: tuple) -> bool:
+    """transpose(1, 2) or permute(0, 2, 1, 3) of a 4-D tensor."""
+    if name == "aten.transpose" and len(args) >= 3:
+        return {int(args[1]) % 4, int(args[2]) % 4} == {1, 2}
+    if name == "aten.permute" and len(args) >= 2:
+        return [int(d) % 4 for d in args[1]] == [0, 2, 1, 3]
+    return False
+
+
+def _qkv(args: tuple, kwargs: dict) -> tuple:
+    """query, key and value of an SDPA call, by position or keyword."""
+    return tuple(args[i] if len(args) > i else kwargs.get(n) for i, n in enumerate(("query", "key", "value")))
+
+
 class _State:
     """Everything one counting run accumulates."""
 
     def __init__(self, dtype: str, param_tensors: Sequence[torch.Tensor]):
         self.dtype = dtype
-        self.records: list[OpRecord] = []
+        self.records: list[CountedOp] = []
         self.unsupported: Counter[str] = Counter()
         self.stack: list[str] = []
         self.suppress = 0
@@ -110,6 +150,11 @@ class _State:
                 self._keep.append(t)
             else:
                 weakref.finalize(t, ids.discard, id(t))
+
+    @property
+    def module(self) -> str:
+        """Path of the innermost module running now ("" for the top level)."""
+        return self.stack[-1] if self.stack else ""
 
     # --- tensors -------------------------------------------------------------------------------------
     def itemsize(self, t: torch.Tensor) -> float:
@@ -145,42 +190,33 @@ class _State:
     # --- operators -----------------------------------------------------------------------------------
     def record_marker(self, name: str) -> None:
         """A zero-cost record naming a call whose kernels were counted one by one (masked attention)."""
-        self.records.append(OpRecord(name=name, kind="attention", module=self.stack[-1] if self.stack else "",
-                                     flops=0.0, bytes_read=0.0, bytes_written=0.0, dtype=self.dtype, kernels=0))
-
-    def record_head_dim_padding(self, args: tuple, kwargs: dict) -> None:
-        """Half-precision fused attention pads a head dimension that is not a multiple of 8 before the kernel
-        (PyTorch's ``pad_last_dim<8>`` in aten/src/ATen/native/transformers/attention.cpp): for each of query,
-        key and value a fill of the padded tensor and a strided copy into it. Profiled on the H200: a head dim
-        of 36 (Conformer-S) launches 7 kernels where 40 launches 2."""
-        q, k, v = (args[i] if len(args) > i else kwargs.get(n) for i, n in enumerate(("query", "key", "value")))
-        if not isinstance(q, torch.Tensor) or q.dtype not in (torch.float16, torch.bfloat16):
-            return
-        for t in (q, k, v):
-            if not isinstance(t, torch.Tensor) or t.size(-1) % 8 == 0:
-                continue
-            padded = t.numel() // t.size(-1) * (-(-t.size(-1) // 8) * 8) * self.itemsize(t)
-            self.records.append(OpRecord(
-                name="aten.constant_pad_nd", kind="copy", module=self.stack[-1] if self.stack else "", flops=0.0,
-                bytes_read=float(t.numel() * self.itemsize(t)), bytes_written=float(2 * padded),
-                dtype=_DTYPE_NAME.get(t.dtype, self.dtype), kernels=2, strided=True, internal=True))
+        self.records.append(CountedOp(OpRecord(
+            name=name, kind="attention", module=self.module, flops=0.0, bytes_read=0.0, bytes_written=0.0,
+            dtype=self.dtype, kernels=0)))
 
     def record(self, name: str, args: tuple, kwargs: dict, out) -> None:
-        in_tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
-        out_tensors = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        """Count one operator call: views are only followed; every other call is costed and recorded."""
+        ins, outs = _flat_tensors((args, kwargs)), _flat_tensors(out)
         if name in ZERO_COST:
-            if any(id(t) in self.param_ids for t in in_tensors):  # a view of a weight is still a weight
-                self._hold(out_tensors, self.param_ids)
-            if in_tensors and id(in_tensors[0]) in self.attention_outputs and _swaps_heads_and_sequence(
-                    name, args):
-                self._hold(out_tensors, self.attention_transposed, keep=False)
+            self._follow_view(name, args, ins, outs)
             return
-        if name in ("aten.clone", "aten.contiguous") and in_tensors and \
-                id(in_tensors[0]) in self.attention_transposed:
-            # Fused attention on a GPU writes (batch, seq, heads, dim) memory behind its (b, h, s, d)
-            # shape, so the usual transpose(1, 2).reshape(b, s, h*d) after it is a view there, not a copy
-            # (the math path on meta/CPU tensors returns (b, h, s, d) memory and copies).
-            return
+        call, infos = self._call(name, args, kwargs, ins, outs)
+        facts = self._facts(name, args, kwargs, ins, outs, infos)
+        self.records.append(CountedOp(self._op_record(call, self._cost(call), ins), facts))
+        if name == _SDPA and len(outs) == 1 and outs[0].dim() == 4:
+            self._hold(outs, self.attention_outputs, keep=False)
+        self.track(outs, ins)
+
+    def _follow_view(self, name: str, args: tuple, ins: list[torch.Tensor], outs: list[torch.Tensor]) -> None:
+        """A view of a weight is still a weight; a heads/sequence transpose of an attention output is noted."""
+        if any(id(t) in self.param_ids for t in ins):
+            self._hold(outs, self.param_ids)
+        if ins and id(ins[0]) in self.attention_outputs and _swaps_heads_and_sequence(name, args):
+            self._hold(outs, self.attention_transposed, keep=False)
+
+    def _call(self, name: str, args: tuple, kwargs: dict, ins: list[torch.Tensor],
+              outs: list[torch.Tensor]) -> tuple[OpCall, dict[int, TensorInfo]]:
+        """The call as a handle sees it (tensors as TensorInfo), and the TensorInfo of each input by id."""
         infos: dict[int, TensorInfo] = {}
 
         def to_info(t: torch.Tensor) -> TensorInfo:
@@ -192,83 +228,63 @@ class _State:
             name=name,
             args=tree_map_only(torch.Tensor, to_info, tuple(args)),
             kwargs=tree_map_only(torch.Tensor, to_info, dict(kwargs)),
-            inputs=tuple({id(t): to_info(t) for t in in_tensors}.values()),  # a tensor used twice is read once
-            outputs=tuple(self.info(t) for t in out_tensors),
+            inputs=tuple({id(t): to_info(t) for t in ins}.values()),  # a tensor used twice is read once
+            outputs=tuple(self.info(t) for t in outs),
         )
-        handle = lookup(name)
-        cost = None
+        return call, infos
+
+    def _cost(self, call: OpCall) -> Cost:
+        """The handle's cost; an operator without one (or whose arguments it cannot read) is reported."""
+        handle = lookup(call.name)
         if handle is not None:
             try:
-                cost = handle(call)
+                return handle(call)
             except (IndexError, TypeError, ValueError, AttributeError, KeyError):
-                cost = None  # arguments the formula does not understand: report it, don't guess
-        if cost is None:
-            self.unsupported[name] += 1
-            cost = Cost("other", 0.0)
+                pass  # arguments the formula does not understand: report it, don't guess
+        self.unsupported[call.name] += 1
+        return Cost("other", 0.0)
+
+    def _op_record(self, call: OpCall, cost: Cost, ins: list[torch.Tensor]) -> OpRecord:
         read = cost.bytes_read if cost.bytes_read is not None else sum(i.nbytes for i in call.inputs)
         written = cost.bytes_written if cost.bytes_written is not None else sum(o.nbytes for o in call.outputs)
         params = cost.param_bytes if cost.param_bytes is not None else sum(
             i.nbytes for i in call.inputs if i.is_param)
-        dtype = self.dtype
-        if dtype == "tf32" and cost.kind not in _TENSOR_CORE_KINDS:
-            dtype = "fp32"
-        actual = _float_dtype(in_tensors)
-        if actual is not None and actual != _TORCH_DTYPE.get(dtype):
-            # an operator computing in another precision than the model (an fp32 upcast inside fp16 work)
-            dtype = _DTYPE_NAME.get(actual, dtype)
-        if name == "aten.scaled_dot_product_attention" and len(out_tensors) == 1 and out_tensors[0].dim() == 4:
-            self._hold(out_tensors, self.attention_outputs, keep=False)
         strided = cost.kind in _STRIDE_SENSITIVE_KINDS and any(
-            _strided(t) for t in in_tensors if id(t) not in self.param_ids)
-        module = self.stack[-1] if self.stack else ""
-        self.records.append(OpRecord(
-            name=name, kind=cost.kind, module=module, flops=float(cost.flops), bytes_read=float(read),
-            bytes_written=float(written), param_bytes=float(params), dtype=dtype, kernels=cost.kernels,
-            gemm=cost.gemm, strided=strided, family=OP_FAMILY.get(name, "")))
-        bias = args[2] if name in _CONVOLUTIONS and len(args) > 2 else None
-        if isinstance(bias, torch.Tensor) and out_tensors:
-            # PyTorch adds a convolution's bias after cuDNN, in a broadcast add over the whole output: one more
-            # pass over it, in the non-vectorised elementwise kernel (H200 sweep: conv1d 144->288 at batch 32,
-            # the add took 7.6 us of 25 us). Counted as its own operator, marked strided for that kernel.
-            out_bytes = float(sum(t.numel() * self.itemsize(t) for t in out_tensors))
-            self.records.append(OpRecord(
-                name="aten.add", kind="elementwise", module=module, flops=float(out_tensors[0].numel()),
-                bytes_read=out_bytes + infos[id(bias)].nbytes, bytes_written=out_bytes,
-                param_bytes=infos[id(bias)].nbytes, dtype=dtype, kernels=1, strided=True, internal=True))
-        self.track(out_tensors, in_tensors)
+            _strided(t) for t in ins if id(t) not in self.param_ids)
+        return OpRecord(
+            name=call.name, kind=cost.kind, module=self.module, flops=float(cost.flops), bytes_read=float(read),
+            bytes_written=float(written), param_bytes=float(params), dtype=self._dtype(cost.kind, ins),
+            kernels=cost.kernels, gemm=cost.gemm, strided=strided, family=OP_FAMILY.get(call.name, ""))
 
+    def _dtype(self, kind: str, ins: list[torch.Tensor]) -> str:
+        """The precision an operator computes in: the model's, fp32 for non-matrix work of a tf32 model, or
+        the inputs' own when they differ (an fp32 upcast inside fp16 work)."""
+        dtype = self.dtype
+        if dtype == "tf32" and kind not in _TENSOR_CORE_KINDS:
+            dtype = "fp32"
+        actual = _float_dtype(ins)
+        if actual is not None and actual != _TORCH_DTYPE.get(dtype):
+            dtype = _DTYPE_NAME.get(actual, dtype)
+        return dtype
 
-_CONVOLUTIONS = ("aten.convolution", "aten._convolution")
-
-# Operators whose kernels differ within their kind (OpRecord.family): the roofline reads the family, never
-# an ATen name.
-OP_FAMILY = {"aten.native_batch_norm": "batch_norm", "aten.native_layer_norm": "layer_norm",
-             "aten.layer_norm": "layer_norm", "aten.native_group_norm": "group_norm",
-             "aten.group_norm": "group_norm"}
-
-# Memory-bound kinds whose kernels slow down when an input is a permuted or transposed view.
-_STRIDE_SENSITIVE_KINDS = ("elementwise", "norm", "softmax", "reduction", "copy")
-
-
-def _strided(t: torch.Tensor) -> bool:
-    """A permuted/transposed view: not contiguous in either standard layout. Broadcast views (a zero
-    stride, e.g. a bias) and scalars are not strided in this sense."""
-    try:
-        if t.dim() < 2 or t.numel() <= 1 or 0 in t.stride():
-            return False
-        return not (t.is_contiguous() or t.is_contiguous(memory_format=torch.channels_last)
-                    if t.dim() == 4 else t.is_contiguous())
-    except (RuntimeError, NotImplementedError):
-        return False
-
-
-def _swaps_heads_and_sequence(name: str, args: tuple) -> bool:
-    """transpose(1, 2) or permute(0, 2, 1, 3) of a 4-D tensor."""
-    if name == "aten.transpose" and len(args) >= 3:
-        return {int(args[1]) % 4, int(args[2]) % 4} == {1, 2}
-    if name == "aten.permute" and len(args) >= 2:
-        return [int(d) % 4 for d in args[1]] == [0, 2, 1, 3]
-    return False
+    def _facts(self, name: str, args: tuple, kwargs: dict, ins: list[torch.Tensor], outs: list[torch.Tensor],
+               infos: dict[int, TensorInfo]) -> OpFacts | None:
+        """What a lowering needs to know about this call (None: nothing)."""
+        if name in _CONVOLUTIONS:
+            bias = args[2] if len(args) > 2 else None
+            if not isinstance(bias, torch.Tensor) or not outs:
+                return None
+            return OpFacts(conv_bias_bytes=infos[id(bias)].nbytes, conv_out_elements=outs[0].numel(),
+                           conv_out_bytes=float(sum(t.numel() * self.itemsize(t) for t in outs)))
+        if name == _SDPA:
+            qkv = _qkv(args, kwargs)
+            if not all(isinstance(t, torch.Tensor) for t in qkv):
+                return None
+            return OpFacts(attention_inputs=tuple(TensorFacts(
+                t.numel(), t.size(-1), self.itemsize(t), _DTYPE_NAME.get(t.dtype, self.dtype)) for t in qkv))
+        if name in _COPIES and ins and id(ins[0]) in self.attention_transposed:
+            return OpFacts(copies_attention_output=True)
+        return None
 
 
 class _DispatchCounter(TorchDispatchMode):
@@ -294,7 +310,7 @@ class _FusedCounter(TorchFunctionMode):
         name = _FUSED.get(func) if not self.state.suppress else None
         if name is None:
             return func(*args, **kwargs)
-        if name == "aten.scaled_dot_product_attention" and not _fused_sdpa_possible(args, kwargs):
+        if name == _SDPA and not _fused_sdpa_possible(args, kwargs):
             # No fused kernel takes these inputs, so PyTorch runs the math path on CUDA (profiled on the H200:
             # Swin-T's 5-D windows, T5's permuted position bias): upcast to fp32, bmm, mask add, safe softmax,
             # bmm. It decomposes the same way on meta tensors, so let it and count each kernel; a zero-cost
@@ -307,8 +323,6 @@ class _FusedCounter(TorchFunctionMode):
             out = func(*args, **kwargs)
         finally:
             self.state.suppress -= 1
-        if name == "aten.scaled_dot_product_attention":
-            self.state.record_head_dim_padding(args, kwargs)
         self.state.record(name, args, kwargs, out)
         return out
 
@@ -322,9 +336,8 @@ def _fused_sdpa_possible(args: tuple, kwargs: dict) -> bool:
     memory-efficient kernel. Measured on the H200: DistilBERT's (batch, 1, 1, seq) boolean mask ran fused;
     Swin-T (5-D windows) and T5 (a permuted position bias) ran the math path.
     """
-    q, k, v = (args[i] if len(args) > i else kwargs.get(n) for i, n in enumerate(("query", "key", "value")))
     mask = args[3] if len(args) > 3 else kwargs.get("attn_mask")
-    tensors = [t for t in (q, k, v) if isinstance(t, torch.Tensor)]
+    tensors = [t for t in _qkv(args, kwargs) if isinstance(t, torch.Tensor)]
     if any(t.dim() != 4 for t in tensors):
         return False
     if isinstance(mask, torch.Tensor):
@@ -332,61 +345,48 @@ def _fused_sdpa_possible(args: tuple, kwargs: dict) -> bool:
     return all(t.size(-1) == 1 or t.stride(-1) == 1 for t in tensors)
 
 
-def _as_args(inputs) -> tuple:
-    if isinstance(inputs, (tuple, list)):
-        return tuple(inputs)
-    return (inputs,)
-
-
-def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, name: str | None = None,
-                 batch: int | None = None, strict: bool = False, source: str = "") -> Workload:
-    """Count one forward pass of ``module`` on ``inputs`` (a tensor or a tuple of tensors).
-
-    ``dtype`` (fp32, tf32, fp16, bf16, fp8, int8; None: the module's own) casts the module's floating-point
-    parameters and buffers *in place* (like ``module.half()``) and the floating-point inputs. Meta tensors
-    are counted as they are; real tensors are replaced by fake ones, so nothing is computed either way.
-    Unsupported operators are listed in ``unsupported_ops`` and warned about (``strict``: CountingError).
-    """
-    label = source or type(module).__name__
-    dtype = resolve_dtype(dtype, module)
-    if dtype in _NARROW:
-        from ..scaling import retype
-
-        base = count_module(module, inputs, "fp16", name=name, batch=batch, strict=strict, source=source)
-        return retype(base, dtype)
+# --- count_module, step by step ---------------------------------------------------------------------------
+def _prepare(module: torch.nn.Module, inputs, dtype: str) -> tuple[tuple, list[torch.Tensor], bool]:
+    """Put the module in eval mode at ``dtype`` (in place) and cast the inputs to match: (args, the module's
+    parameters and buffers, whether they are all on the meta device)."""
     compute = _TORCH_DTYPE[dtype]
     module.eval()
     module.to(compute)
     tensors = list(module.parameters()) + list(module.buffers())
     on_meta = all(t.is_meta for t in tensors)
     args = []
-    for a in _as_args(inputs):
+    for a in inputs if isinstance(inputs, (tuple, list)) else (inputs,):
         if isinstance(a, torch.Tensor):
             if a.is_floating_point():
                 a = a.to(compute)
             if on_meta and not a.is_meta:
                 a = a.to("meta")
         args.append(a)
-    args = tuple(args)
-    if batch is None:
-        first = next((a for a in args if isinstance(a, torch.Tensor) and a.dim() > 0), None)
-        batch = int(first.shape[0]) if first is not None else 1
+    return tuple(args), tensors, on_meta
 
-    state = _State(dtype, tensors)
-    input_tensors = [a for a in tree_flatten(args)[0] if isinstance(a, torch.Tensor)]
-    input_bytes = float(sum(a.numel() * state.itemsize(a) for a in input_tensors))
-    state.live_bytes = state.peak_bytes = input_bytes
 
-    def enter(path: str) -> None:
-        state.stack.append(path)
+def _leading_batch(args: tuple) -> int:
+    """The first dimension of the first input with one (1 when none has)."""
+    first = next((a for a in args if isinstance(a, torch.Tensor) and a.dim() > 0), None)
+    return int(first.shape[0]) if first is not None else 1
+
+
+def _path_hooks(module: torch.nn.Module, state: _State) -> list:
+    """Forward pre/post hooks that keep ``state.stack`` at the path of the module running now."""
 
     def leave(*_args) -> None:  # returns None: a forward hook's return value would replace the output
         state.stack.pop()
 
     hooks = []
     for path, sub in module.named_modules():
-        hooks.append(sub.register_forward_pre_hook(lambda _m, _a, path=path: enter(path)))
+        hooks.append(sub.register_forward_pre_hook(lambda _m, _a, path=path: state.stack.append(path)))
         hooks.append(sub.register_forward_hook(leave, always_call=True))
+    return hooks
+
+
+def _run_forward(module: torch.nn.Module, args: tuple, state: _State, on_meta: bool, label: str) -> None:
+    """One forward pass under the counting modes (fake tensors unless the model is on the meta device)."""
+    hooks = _path_hooks(module, state)
     fake = None
     if not on_meta:
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -398,7 +398,7 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
                 fake.__enter__()
             try:
                 with _DispatchCounter(state), _FusedCounter(state):
-                    out = module(*args)
+                    module(*args)
             finally:
                 if fake is not None:
                     fake.__exit__(None, None, None)
@@ -410,53 +410,81 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
     finally:
         for h in hooks:
             h.remove()
-    del out
+
+
+def _report_unsupported(label: str, unsupported: dict[str, int], strict: bool) -> None:
+    """Warn about operators counted as zero operations (``strict``: raise CountingError)."""
+    if not unsupported:
+        return
+    listing = ", ".join(f"{op} ({n} call{'s' if n > 1 else ''})" for op, n in unsupported.items())
+    if strict:
+        raise CountingError(
+            f"{label}: {len(unsupported)} operator(s) have no counting formula: {listing}",
+            hint="drop --strict to count them as zero operations (their bytes are still counted), or "
+                 "add a handle in tops_advisor/counting/handles.py")
+    warnings.warn(f"{label}: no counting formula for {listing}; counted as zero operations",
+                  UnsupportedOpWarning, stacklevel=3)
+
+
+def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, name: str | None = None,
+                 batch: int | None = None, strict: bool = False, source: str = "",
+                 lowering: str = PYTORCH_CUDA) -> Workload:
+    """Count one forward pass of ``module`` on ``inputs`` (a tensor or a tuple of tensors).
+
+    ``dtype`` (fp32, tf32, fp16, bf16, fp8, int8; None: the module's own) casts the module's floating-point
+    parameters and buffers *in place* (like ``module.half()``) and the floating-point inputs. Meta tensors
+    are counted as they are; real tensors are replaced by fake ones, so nothing is computed either way.
+    Unsupported operators are listed in ``unsupported_ops`` and warned about (``strict``: CountingError).
+    ``lowering`` (``lowering.LOWERINGS``) turns the counted operators into the kernels a stack launches:
+    "pytorch-cuda" (eager PyTorch on a CUDA GPU) or "none" (the operators as counted).
+    """
+    label = source or type(module).__name__
+    dtype = resolve_dtype(dtype, module)
+    if dtype in _NARROW:
+        from ..scaling import retype
+
+        base = count_module(module, inputs, "fp16", name=name, batch=batch, strict=strict, source=source,
+                            lowering=lowering)
+        return retype(base, dtype)
+    args, tensors, on_meta = _prepare(module, inputs, dtype)
+    state = _State(dtype, tensors)
+    input_bytes = float(sum(a.numel() * state.itemsize(a) for a in _flat_tensors(args)))
+    state.live_bytes = state.peak_bytes = input_bytes
+    _run_forward(module, args, state, on_meta, label)
+    ops = lower(lowering, state.records)
 
     params = {id(p): p for p in module.parameters()}.values()
-    n_params = int(sum(p.numel() for p in params))
-    param_bytes = float(sum(p.numel() * state.itemsize(p) for p in params))
     unsupported = dict(sorted(state.unsupported.items()))
-    if unsupported:
-        listing = ", ".join(f"{op} ({n} call{'s' if n > 1 else ''})" for op, n in unsupported.items())
-        if strict:
-            raise CountingError(
-                f"{label}: {len(unsupported)} operator(s) have no counting formula: {listing}",
-                hint="drop --strict to count them as zero operations (their bytes are still counted), or "
-                     "add a handle in tops_advisor/counting/handles.py")
-        warnings.warn(f"{label}: no counting formula for {listing}; counted as zero operations",
-                      UnsupportedOpWarning, stacklevel=2)
+    _report_unsupported(label, unsupported, strict)
     return Workload(
-        name=name or type(module).__name__, batch=batch, dtype=dtype, ops=tuple(state.records),
-        params=n_params, param_bytes=param_bytes, input_bytes=input_bytes,
-        activation_peak_bytes=float(state.peak_bytes), unsupported_ops=unsupported, source=source)
+        name=name or type(module).__name__, batch=_leading_batch(args) if batch is None else batch,
+        dtype=dtype, ops=ops, params=int(sum(p.numel() for p in params)),
+        param_bytes=float(sum(p.numel() * state.itemsize(p) for p in params)), input_bytes=input_bytes,
+        activation_peak_bytes=float(state.peak_bytes), unsupported_ops=unsupported, source=source,
+        lowering=lowering)
 
 
-class UnsupportedOpWarning(UserWarning):
-    """Some operators have no counting formula and were counted as zero operations."""
-
-
-def count(model_path: str | Path, batch: int = 1, dtype: str = "fp32", strict: bool = False) -> Workload:
+def count(model_path: str | Path | ModelFile, batch: int = 1, dtype: str = "fp32",
+          strict: bool = False) -> Workload:
     """Load a model file (``build_model()``, ``example_inputs(batch_size)``) and count one forward pass.
 
-    The model is built on the meta device when its code allows (no weight memory, no initialisation
-    time), else on the CPU and counted through fake tensors.
+    ``model_path`` is a path, or a file already loaded (``load_model_file``: imported once, counted at
+    several batches or also measured). The model is built on the meta device when its code allows (no
+    weight memory, no initialisation time), else on the CPU and counted through fake tensors.
     """
-    from .model_file import load_model_file
-
-    label = str(model_path)
+    loaded = model_path if isinstance(model_path, ModelFile) else None
+    label = str(loaded.path if loaded else model_path)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
         raise ModelFileError(f"{label}: batch must be a positive integer, got {batch!r}")
     try:
         dtype = parse_precision(dtype, COUNT_DTYPES)
     except InputError as exc:
         raise ModelFileError(f"{label}: {exc}", hint=exc.hint) from None
-    model_file = load_model_file(model_path)
+    model_file = loaded or load_model_file(model_path)
     module = model_file.build()
     inputs = model_file.inputs(batch, meta=all(t.is_meta for t in module.parameters()))
     try:
-        return count_module(module, inputs, dtype, name=Path(model_path).stem, batch=batch, strict=strict,
-                            source=label)
+        return count_module(module, inputs, dtype, name=Path(label).stem, batch=batch, strict=strict, source=label)
     except ForwardFailed as exc:
         raise ModelFileError(f"{label}: the forward pass failed on example_inputs({batch}): {exc.detail}") \
             from None
-

@@ -17,7 +17,7 @@ Conventions (see docs/counting.md):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..workload import GemmShape
@@ -198,8 +198,8 @@ def convolution(c: OpCall) -> Cost:
         # weight[C_in, C_out/groups, *K]: each input element scatters into C_out/groups * kernel outputs.
         m = batch * math.prod(x.shape[-(len(w.shape) - 2):])
         n, k = w.shape[1] * kernel, w.shape[0] // groups
-    # The convolution alone: PyTorch adds the bias afterwards in a broadcast add over the output, which the
-    # counter records as an operator of its own (counter._State.record).
+    # The convolution alone: PyTorch on CUDA adds the bias afterwards in a broadcast add over the output,
+    # which the lowering inserts as an operator of its own (lowering.lower_pytorch_cuda, rewrite 1).
     return Cost("conv", 2.0 * m * n * k * groups, bytes_read=x.nbytes + w.nbytes,
                 param_bytes=sum(t.nbytes for t in (x, w) if t.is_param),
                 gemm=GemmShape(m, n, k, groups, window=kernel, spatial_dims=len(w.shape) - 2))
@@ -445,8 +445,3 @@ register("aten.scatter", "aten.scatter_", "aten.scatter_add", "aten.scatter_add_
 def lookup(name: str) -> Handle | None:
     """The handle for an operator name ("aten.mm"), or None when there is none."""
     return HANDLES.get(name)
-
-
-def supported_ops() -> Sequence[str]:
-    """Every operator name with a handle or registered as zero-cost, sorted."""
-    return sorted(set(HANDLES) | ZERO_COST)

@@ -14,9 +14,8 @@ from types import ModuleType
 
 import torch
 
-from ..errors import ModelFileError
+from ..errors import ModelFileError, one_line
 from ..suggest import did_you_mean
-from .counter import one_line
 
 CONVENTION = ("a model file defines build_model() returning a torch.nn.Module and example_inputs(batch_size) "
               "returning a tensor or a tuple of tensors (README: 'Count a model')")

@@ -1,0 +1,134 @@
+"""Lowering: turn the hardware-independent operator list into the kernels one software stack launches.
+
+The counter (``counter.py``) records what the model computes, operator by operator, plus a few facts about
+each call (:class:`OpFacts`: a convolution's bias, the query/key/value of an attention call, whether a copy
+copies an attention output). A lowering reads those facts and rewrites the list into what a given stack
+really runs. Pure: no torch, no hardware numbers; ``count_module`` applies one as an explicit step and the
+``Workload`` names it (``Workload.lowering``).
+
+:func:`lower_pytorch_cuda` is eager PyTorch on a CUDA GPU (cuDNN convolutions, fused SDPA kernels). It makes
+three rewrites, each measured on the H200:
+
+1. **Convolution bias after cuDNN.** PyTorch runs cuDNN's convolution without its bias and adds the bias
+   afterwards in a broadcast add over the whole output: one more pass over it, in the non-vectorised
+   elementwise kernel (H200 sweep: conv1d 144->288 at batch 32, the add took 7.6 us of 25 us). Inserted
+   after the convolution as its own ``aten.add`` (kind elementwise, one operation per output element),
+   marked ``strided`` for that kernel and ``internal`` (launched inside the convolution's call: no host
+   dispatch of its own).
+2. **SDPA head-dim padding in half precision.** Fused attention pads a head dimension that is not a multiple
+   of 8 before the kernel (PyTorch's ``pad_last_dim<8>`` in aten/src/ATen/native/transformers/attention.cpp):
+   for each of query, key and value a fill of the padded tensor and a strided copy into it (2 kernels).
+   Profiled on the H200: a head dim of 36 (Conformer-S) launches 7 kernels where 40 launches 2. Inserted
+   before the attention as ``aten.constant_pad_nd`` (kind copy, strided, internal).
+3. **Attention copy elision.** Fused attention on a GPU writes (batch, seq, heads, dim) memory behind its
+   (b, h, s, d) shape, so the usual ``transpose(1, 2).reshape(b, s, h*d)`` after it is a view there, not a
+   copy (the math path on meta/CPU tensors returns (b, h, s, d) memory and copies): the clone is dropped.
+   (``Workload.activation_peak_bytes`` still counts its output: it sets the peak in none of the examples.)
+
+Choosing the fused kernels themselves (SDPA and RMS norm counted as one kernel, SDPA's math path when no
+fused kernel takes the inputs) stays in the counter: it decides which ATen operators run at all, and a
+decomposition cannot be undone from the operator list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..errors import CountingError
+from ..workload import OpRecord
+
+PYTORCH_CUDA = "pytorch-cuda"
+NO_LOWERING = "none"
+HALF_DTYPES = ("fp16", "bf16")
+HEAD_DIM_ALIGNMENT = 8  # pad_last_dim<8>: flash and memory-efficient kernels take multiples of 8
+
+
+@dataclass(frozen=True)
+class TensorFacts:
+    """A tensor as a lowering needs it: its elements, its last dimension, bytes per element and dtype."""
+
+    numel: int
+    last_dim: int
+    itemsize: float
+    dtype: str
+
+
+@dataclass(frozen=True)
+class OpFacts:
+    """Hardware-independent facts about one operator call, recorded by the counter for the lowerings."""
+
+    conv_bias_bytes: float | None = None  # a convolution's bias tensor (None: no bias)
+    conv_out_elements: int = 0      # a convolution's output elements ...
+    conv_out_bytes: float = 0.0     # ... and bytes
+    attention_inputs: tuple[TensorFacts, ...] = ()  # query, key and value of a fused attention call
+    copies_attention_output: bool = False  # a clone of an attention output's heads/sequence transpose
+
+
+class CountedOp(NamedTuple):
+    """One counted operator and the facts a lowering may need about it."""
+
+    record: OpRecord
+    facts: OpFacts | None = None
+
+
+def lower_pytorch_cuda(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
+    """Eager PyTorch on a CUDA GPU: the three rewrites of the module docstring, in operator order."""
+    out: list[OpRecord] = []
+    for record, facts in ops:
+        if facts is None:
+            out.append(record)
+        elif not facts.copies_attention_output:
+            out.extend(_head_dim_padding(record, facts))
+            out.append(record)
+            out.extend(_conv_bias_add(record, facts))
+    return tuple(out)
+
+
+def no_lowering(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
+    """The operator list as counted: what the model computes, not what a stack launches."""
+    return tuple(record for record, _facts in ops)
+
+
+LOWERINGS: dict[str, Callable[[Iterable[CountedOp]], tuple[OpRecord, ...]]] = {
+    PYTORCH_CUDA: lower_pytorch_cuda,
+    NO_LOWERING: no_lowering,
+}
+
+
+def lower(name: str, ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
+    """Apply the lowering called ``name`` (one of LOWERINGS)."""
+    try:
+        fn = LOWERINGS[name]
+    except KeyError:
+        raise CountingError(f"unknown lowering {name!r}; expected one of {', '.join(LOWERINGS)}") from None
+    return fn(ops)
+
+
+def _conv_bias_add(conv: OpRecord, facts: OpFacts) -> list[OpRecord]:
+    """Rewrite 1: the bias add PyTorch launches after cuDNN, one pass over the output."""
+    if facts.conv_bias_bytes is None:
+        return []
+    return [OpRecord(
+        name="aten.add", kind="elementwise", module=conv.module, flops=float(facts.conv_out_elements),
+        bytes_read=facts.conv_out_bytes + facts.conv_bias_bytes, bytes_written=facts.conv_out_bytes,
+        param_bytes=facts.conv_bias_bytes, dtype=conv.dtype, kernels=1, strided=True, internal=True)]
+
+
+def _head_dim_padding(attention: OpRecord, facts: OpFacts) -> list[OpRecord]:
+    """Rewrite 2: a fill and a strided copy for each half-precision q/k/v whose head dim is not aligned."""
+    inputs = facts.attention_inputs
+    if not inputs or inputs[0].dtype not in HALF_DTYPES:
+        return []
+    pads = []
+    for t in inputs:
+        if t.last_dim % HEAD_DIM_ALIGNMENT == 0:
+            continue
+        padded_dim = -(-t.last_dim // HEAD_DIM_ALIGNMENT) * HEAD_DIM_ALIGNMENT
+        padded_bytes = t.numel // t.last_dim * padded_dim * t.itemsize
+        pads.append(OpRecord(
+            name="aten.constant_pad_nd", kind="copy", module=attention.module, flops=0.0,
+            bytes_read=float(t.numel * t.itemsize), bytes_written=float(2 * padded_bytes), dtype=t.dtype,
+            kernels=2, strided=True, internal=True))
+    return pads
