@@ -11,8 +11,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = "tops_advisor"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
@@ -20,14 +18,6 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 # reach, directly or through anything they import.
 LOWER = ("workload", "catalog", "roofline", "recommend", "llm")
 HIGHER = ("counting", "probe", "validate", "cli", "render")
-
-# Circles other owners are still breaking (issue 14). Each is an expected failure with its name: when it is gone
-# the strict xfail turns into a failure, and its entry here must go too.
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"tops_advisor.counting.counter", "tops_advisor.counting.model_file"}):
-        "counter <-> model_file: being broken by the counting owner (issue 14, item 6)",
-}
-
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
@@ -71,18 +61,24 @@ def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, m
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the package's modules it imports."""
+def _all_imports() -> dict[str, set[str]]:
+    """Module -> every module name it imports (the package's and outside ones)."""
     files = {_module_name(p): p for p in ROOT.rglob("*.py")}
     modules = set(files)
-    graph: dict[str, set[str]] = {}
+    out: dict[str, set[str]] = {}
     for name, path in files.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         edges: set[str] = set()
         for node in _imports(tree):
             edges |= _targets(node, name, path.name == "__init__.py", modules)
-        graph[name] = {t for t in edges if t in modules and t != name}
-    return graph
+        out[name] = edges - {name}
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports."""
+    everything = _all_imports()
+    return {m: {t for t in edges if t in everything} for m, edges in everything.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
@@ -139,6 +135,7 @@ def test_graph_sees_lazy_and_relative_imports():
     assert "tops_advisor.roofline" in graph["tops_advisor.llm.analysis"]  # imported inside a function
     assert "tops_advisor.llm.config" in graph["tops_advisor.llm.builder"]  # from .config import ...
     assert "tops_advisor.catalog" in graph["tops_advisor.llm.memory"]     # from ..catalog import ...
+    assert "torch" in _all_imports()["tops_advisor.counting.counter"]     # outside imports are seen too
 
 
 def test_cycle_finder_finds_a_planted_cycle():
@@ -147,15 +144,8 @@ def test_cycle_finder_finds_a_planted_cycle():
 
 
 def test_no_import_cycles():
-    found = [c for c in cycles(import_graph()) if c not in KNOWN_CYCLES]
+    found = cycles(import_graph())
     assert not found, "import circles: " + "; ".join(" <-> ".join(sorted(c)) for c in found)
-
-
-@pytest.mark.parametrize("cycle", [pytest.param(c, id=" <-> ".join(sorted(c)),
-                                                marks=pytest.mark.xfail(strict=True, reason=why))
-                                   for c, why in KNOWN_CYCLES.items()])
-def test_known_cycle_is_gone(cycle):
-    assert cycle not in cycles(import_graph())
 
 
 def test_lower_layers_never_reach_higher_ones():
@@ -168,3 +158,12 @@ def test_lower_layers_never_reach_higher_ones():
                 bad[module] = up
     assert not bad, "lower layers importing higher ones (directly or not): " + "; ".join(
         f"{m} -> {', '.join(up)}" for m, up in bad.items())
+
+
+def test_lower_layers_never_import_torch():
+    """Only counting and probe (and what runs them) import torch; the lower layers stay fast without it."""
+    everything = _all_imports()
+    graph = import_graph()
+    bad = sorted(m for m in graph if _in(m, LOWER) and any(
+        t == "torch" or t.startswith("torch.") for x in reachable(graph, m) | {m} for t in everything[x]))
+    assert not bad, f"lower layers that import torch (directly or not): {', '.join(bad)}"
