@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from ..calibration import calibration_filename, default_calibration_dir, save_calibration
 from ..errors import InputError, ProbeError
 from .common import catalog_option, console, echo_json, get_catalog, json_option
 
@@ -39,35 +38,31 @@ def probe(device: str, quick: bool, sustained_s: float | None, save: bool, outpu
 
     Progress goes to stderr. Ctrl-C stops, prints what was measured and writes no calibration.
     """
-    from ..probe.report import probe_report
-    from ..probe.runner import run_probe
-
     if sustained_s is not None and sustained_s <= 0:
         raise InputError(f"--sustained {sustained_s:g}: give a positive number of seconds, e.g. --sustained 30")
     mode = "quick" if quick else "full"
     catalog = get_catalog(catalog_dirs)
     if all_gpus or world_size is not None or links_only:
-        from .probe_links import probe_all
-
-        probe_all(device, mode, sustained_s, save, output, world_size, links_only, timeout_s, as_json, catalog)
+        _probe_all(device, mode, sustained_s, save, output, world_size, links_only, timeout_s, as_json, catalog)
         return
+    from ..probe.all_gpus import calibration_targets, write_calibration
+    from ..probe.report import probe_report
+    from ..probe.runner import run_probe
+
     command = f"tops-advisor probe --device {device} --{mode}" + \
         (f" --sustained {sustained_s:g}" if sustained_s else "")
     result = run_probe(device, mode, sustained_s=sustained_s, catalog=catalog, command=command)
     report = probe_report(result, catalog)
-
-    targets = ([output] if output else []) + \
-        ([default_calibration_dir() / calibration_filename(result.hardware)] if save else [])
+    targets = calibration_targets(output, save, result.hardware)
     saved: list[str] = []
     if targets and result.interrupted:
         click.echo("interrupted: no calibration written", err=True)
-    elif targets and result.calibration is None:
-        _show(report, as_json, saved)
-        raise ProbeError("too little was measured to write a calibration (need a matrix rate and the copy "
-                         "bandwidth); see the notes above")
     elif targets:
-        for path in targets:
-            saved.append(str(save_calibration(result.calibration, path)))
+        try:
+            saved = write_calibration(result.calibration, targets)
+        except ProbeError:
+            _show(report, as_json, saved)
+            raise
     _show(report, as_json, saved, result.calibration)
     for path in saved:
         click.echo(f"calibration written to {path}", err=True)
@@ -75,11 +70,49 @@ def probe(device: str, quick: bool, sustained_s: float | None, save: bool, outpu
         sys.exit(130)
 
 
-def _show(report, as_json: bool, saved: list[str], calibration=None) -> None:
-    if as_json:
-        echo_json({**report, "saved_to": saved,
-                   "calibration": calibration.model_dump(mode="json") if calibration else None})
-    else:
-        from ..probe.report import render_probe
+def _show(report, as_json: bool, saved: list[str], calibration=None, links=None, skipped: str | None = None,
+          all_gpus: bool = False) -> None:
+    """JSON, or the tables (``all_gpus``: the links' table; the probe's own was printed before them)."""
+    from ..probe.report import links_report
 
+    if as_json:
+        extra = {"links": links_report(links) if links else None, "links_skipped": skipped} if all_gpus else {}
+        echo_json({**report, **extra, "saved_to": saved,
+                   "calibration": calibration.model_dump(mode="json") if calibration else None})
+        return
+    from ..render.probe import render_links, render_probe
+
+    if not all_gpus:
         render_probe(report, console())
+    elif links is not None:
+        render_links(links_report(links), console())
+    elif skipped:
+        console().print(f"links: {skipped}")
+
+
+def _probe_all(device, mode, sustained_s, save, output, world_size, links_only, timeout_s, as_json, catalog) -> None:
+    """``--all-gpus``: see ``probe.all_gpus``."""
+    from ..probe.all_gpus import INTERRUPTED, probe_all_gpus
+    from ..render.probe import render_probe
+
+    command = f"tops-advisor probe --all-gpus --device {device} --{mode}" + \
+        (f" --world-size {world_size}" if world_size else "") + (" --links-only" if links_only else "")
+    on_probe = None if as_json else (lambda r: render_probe(r.report, console()))
+    run = probe_all_gpus(device, mode, catalog, sustained_s=sustained_s, world_size=world_size,
+                         links_only=links_only, timeout_s=timeout_s, output=output, save=save, command=command,
+                         on_probe=on_probe)
+    if run.interrupted:
+        if run.interrupted == "probe":
+            if not as_json:
+                render_probe(run.report, console())
+            _show(run.report, as_json, [], None, None, run.skipped, all_gpus=True)
+        click.echo(INTERRUPTED[run.interrupted], err=True)
+        sys.exit(130)
+    try:
+        saved = run.save()
+    except ProbeError:
+        _show(run.report, as_json, [], None, run.links, run.skipped, all_gpus=True)
+        raise
+    _show(run.report, as_json, saved, run.calibration, run.links, run.skipped, all_gpus=True)
+    for path in saved:
+        click.echo(f"calibration written to {path}", err=True)

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from ..calibration import CollectiveSample, Links, PeerCopy, Topology
 from ..errors import InputError, ProbeError
+from ..formatting import size_name
 
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 FAULT_ENV = "TOPS_ADVISOR_PROBE_FAULT"
@@ -96,14 +97,6 @@ def collective_sample(collective: str, nbytes: int, time_s: float, n: int) -> Co
     algbw = nbytes / time_s
     return CollectiveSample(bytes=nbytes, time_us=time_s * 1e6, algbw_gb_s=algbw / 1e9,
                             busbw_gb_s=algbw * bus_factor(collective, n) / 1e9)
-
-
-def size_name(nbytes: int) -> str:
-    """1048576 -> '1 MiB', 8 -> '8 B' (message sizes are powers of two, as nccl-tests uses)."""
-    for unit, div in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
-        if nbytes >= div and nbytes % div == 0:
-            return f"{nbytes // div} {unit}"
-    return f"{nbytes} B"
 
 
 def one_line(exc: BaseException) -> str:
@@ -491,53 +484,3 @@ def build_links(raw: dict, n: int, device: str, topology: Topology | None, notes
         all_reduce_graph_latency_us=min(s.time_us for s in graph) if graph else None,
         p2p=tuple(PeerCopy(**c) for c in raw.get("p2p", [])), topology=topology, environment=env,
         notes=tuple(notes) + tuple(raw.get("notes", [])) + (topology.notes if topology else ()))
-
-
-# --- report -----------------------------------------------------------------------------------------------
-def links_report(links: Links) -> dict:
-    """Plain data for ``--json`` and the table."""
-    from .topology import describe
-
-    return {"world_size": links.world_size, "backend": links.backend, "device": links.device,
-            "dtype": links.dtype, "link_kind": links.link_kind or None,
-            "all_reduce_busbw_gb_s": links.all_reduce_busbw_gb_s,
-            "all_gather_busbw_gb_s": links.all_gather_busbw_gb_s,
-            "all_reduce_latency_us": links.all_reduce_latency_us,
-            "all_reduce_graph_latency_us": links.all_reduce_graph_latency_us,
-            "topology": describe(links.topology) if links.topology else None,
-            "collectives": [{"collective": c, "size": size_name(s.bytes), **s.model_dump()}
-                            for c, samples in (("all_reduce", links.small_all_reduce + links.all_reduce),
-                                               ("all_reduce_graph", links.small_all_reduce_graph),
-                                               ("all_gather", links.all_gather)) for s in samples],
-            "p2p": [c.model_dump() for c in links.p2p], "notes": list(links.notes)}
-
-
-def render_links(report: dict, console) -> None:
-    from rich.table import Table
-
-    title = (f"Peer links: {report['world_size']} ranks, {report['backend']} ({report['device']}, "
-             f"{report['dtype']})" + (f", {report['topology']}" if report["topology"] else ""))
-    t = Table(title=title, title_justify="left")
-    for col, just in (("collective", "left"), ("size", "right"), ("time", "right"), ("algbw GB/s", "right"),
-                      ("busbw GB/s", "right")):
-        t.add_column(col, justify=just)
-    for row in report["collectives"]:
-        t.add_row(row["collective"].replace("_graph", " (graph)").replace("_", "-"), row["size"], f"{row['time_us']:.1f} us",
-                  f"{row['algbw_gb_s']:.3g}", f"{row['busbw_gb_s']:.3g}")
-    console.print(t)
-    line = (f"best bus bandwidth: all-reduce {report['all_reduce_busbw_gb_s']:.3g} GB/s"
-            + (f", all-gather {report['all_gather_busbw_gb_s']:.3g} GB/s" if report["all_gather_busbw_gb_s"] else "")
-            + f"; smallest all-reduce {report['all_reduce_latency_us']:.1f} us"
-            + (f" (in a CUDA graph {report['all_reduce_graph_latency_us']:.1f} us)"
-               if report.get("all_reduce_graph_latency_us") else ""))
-    console.print(line)
-    if report["p2p"]:
-        p = Table(title="Peer-to-peer copies (one direction)", title_justify="left")
-        for col in ("from", "to", "GB/s", "peer access"):
-            p.add_column(col)
-        for c in report["p2p"]:
-            p.add_row(str(c["src"]), str(c["dst"]), f"{c['gb_s']:.0f}",
-                      {True: "yes", False: "no", None: "?"}[c["peer_access"]])
-        console.print(p)
-    for note in report["notes"]:
-        console.print(f"note: {note}")

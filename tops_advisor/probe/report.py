@@ -1,5 +1,7 @@
-"""Turn a ProbeResult into a report: measured vs datasheet per precision, bandwidth, overheads, card state,
-warnings. ``probe_report`` gives plain data (the ``--json`` output); ``render_probe`` prints it with rich.
+"""Turn probe results into reports: plain data, the ``--json`` output and what ``render/probe.py`` prints.
+
+``probe_report``: measured vs datasheet per precision, bandwidth, overheads, card state, warnings.
+``links_report``: the collectives and peer copies of ``probe --all-gpus``.
 """
 
 from __future__ import annotations
@@ -7,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import TopsAdvisorError
+from ..formatting import size_name
 from .kit import device_label
 from .nvml import SLOWDOWN_REASONS
 from .runner import ProbeResult
@@ -94,52 +97,19 @@ def probe_report(result: ProbeResult, catalog=None) -> dict[str, Any]:
     }
 
 
-def _num(x, fmt="{:.1f}") -> str:
-    return "-" if x is None else fmt.format(x)
+def links_report(links) -> dict[str, Any]:
+    """Plain data for ``--json`` and the table, from a calibration's ``Links``."""
+    from .topology import describe
 
-
-def render_probe(report: dict[str, Any], console) -> None:
-    """Rich tables on ``console``."""
-    from rich.table import Table
-
-    title = f"{report['device']} -> {report['hardware']}" + ("" if report["matched_catalog"] else " (not in catalog)")
-    t = Table(title=f"Matrix throughput: {title}")
-    for col in ("precision", "measured TOPS", "best shape", "8192^3 TOPS", "datasheet TOPS", "% of datasheet"):
-        t.add_column(col, justify="left" if col in ("precision", "best shape") else "right")
-    small = report["backend"] == "cpu"
-    fmt = "{:.3g}" if small else "{:.1f}"
-    for row in report["precisions"]:
-        frac = row["fraction_of_datasheet"]
-        t.add_row(row["precision"], _num(row["measured_tops"], fmt), row["best_shape"],
-                  _num(row["article_8192_tops"], fmt), _num(row["datasheet_tops"], "{:g}"),
-                  _num(None if frac is None else 100 * frac, "{:.0f}%"))
-    console.print(t)
-    b = Table(title="Memory (GB = 1e9 bytes; copy counts bytes read + written)")
-    for col in ("transfer", "GB/s", "datasheet GB/s", "% of datasheet"):
-        b.add_column(col, justify="left" if col == "transfer" else "right")
-    for row in report["bandwidth"]:
-        frac = row["fraction_of_datasheet"]
-        b.add_row(row["what"], _num(row["gb_s"], "{:.0f}" if not small else "{:.3g}"),
-                  _num(row["datasheet_gb_s"], "{:g}"), _num(None if frac is None else 100 * frac, "{:.0f}%"))
-    console.print(b)
-    console.print(f"Per-kernel cost: eager {_num(report['kernel_eager_us'], '{:.2f}')} us, "
-                  f"CUDA graph {_num(report['kernel_graph_us'], '{:.2f}')} us")
-    s = report["sustained"]
-    if s:
-        console.print(f"Sustained {s['precision']} for {s['seconds']:.0f} s: {s['tops_start']:.1f} -> "
-                      f"{s['tops_end']:.1f} TOPS (median {s['tops_median']:.1f}); SM clock "
-                      f"{_num(s['sm_clock_mhz_min'], '{:.0f}')}-{_num(s['sm_clock_mhz_max'], '{:.0f}')} MHz; "
-                      f"power {_num(s['power_w_median'], '{:.0f}')} W; max {_num(s['temperature_c_max'], '{:.0f}')} C; "
-                      f"{_num(s['tops_per_watt'], '{:.2f}')} TOPS/W; throttled: {'yes' if s['throttled'] else 'no'}")
-    st = report["state"]
-    if st:
-        console.print(f"Card: driver {st['driver_version']}, CUDA {st['cuda_driver_version']}, SM clock "
-                      f"{_num(st['sm_clock_mhz'], '{:.0f}')}/{_num(st['sm_clock_max_mhz'], '{:.0f}')} MHz, memory clock "
-                      f"{_num(st['mem_clock_mhz'], '{:.0f}')}/{_num(st['mem_clock_max_mhz'], '{:.0f}')} MHz, power "
-                      f"{_num(st['power_draw_w'], '{:.0f}')}/{_num(st['power_limit_w'], '{:.0f}')} W, "
-                      f"{_num(st['temperature_c'], '{:.0f}')} C, PCIe gen {st['pcie_gen']}/{st['pcie_gen_max']} "
-                      f"x{st['pcie_width']}/{st['pcie_width_max']}; torch {report['environment'].get('torch')}")
-    for w in report["warnings"]:
-        console.print(f"[yellow]warning:[/yellow] {w}")
-    for n in report["notes"]:
-        console.print(f"note: {n}", markup=False)
+    return {"world_size": links.world_size, "backend": links.backend, "device": links.device,
+            "dtype": links.dtype, "link_kind": links.link_kind or None,
+            "all_reduce_busbw_gb_s": links.all_reduce_busbw_gb_s,
+            "all_gather_busbw_gb_s": links.all_gather_busbw_gb_s,
+            "all_reduce_latency_us": links.all_reduce_latency_us,
+            "all_reduce_graph_latency_us": links.all_reduce_graph_latency_us,
+            "topology": describe(links.topology) if links.topology else None,
+            "collectives": [{"collective": c, "size": size_name(s.bytes), **s.model_dump()}
+                            for c, samples in (("all_reduce", links.small_all_reduce + links.all_reduce),
+                                               ("all_reduce_graph", links.small_all_reduce_graph),
+                                               ("all_gather", links.all_gather)) for s in samples],
+            "p2p": [c.model_dump() for c in links.p2p], "notes": list(links.notes)}
