@@ -186,111 +186,146 @@ def _worker(rank: int, world_size: int, device: str, mode: str, port: int, out_d
 
 
 def _run_rank(rank, n, device, mode, timeout_s, out: Path, step, verbose, fault: str | None = None) -> None:
-    import torch
-    import torch.distributed as dist
-
-    plan = PLANS[(device, mode)]
-    say = (lambda m: sys.stderr.write(f"probe links: {m}\n")) if verbose and rank == 0 else (lambda m: None)
-    if device == "cuda":
-        torch.cuda.set_device(rank)
-        dev = torch.device("cuda", rank)
-        dtype = torch.bfloat16  # what tensor parallelism sends
-        sync = torch.cuda.synchronize
-    else:
-        torch.set_num_threads(1)
-        dev, dtype = torch.device("cpu"), torch.float32
-        sync = lambda: None  # noqa: E731 - gloo collectives return when done
-    step("init_process_group")
-    kwargs = {"device_id": dev} if device == "cuda" else {}
-    dist.init_process_group("nccl" if device == "cuda" else "gloo", rank=rank, world_size=n,
-                            timeout=_dt.timedelta(seconds=timeout_s + CHILD_TIMEOUT_MARGIN_S), **kwargs)
-    if fault == "hang":  # test hook: joined the group, then never takes part in a collective
-        step("hang (test hook)", advance=False)
-        time.sleep(3600)
-    if fault == "fail":
-        raise RuntimeError("injected failure (test hook)")
-    el = torch.empty((), dtype=dtype).element_size()
-    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-
-    def slowest(t: float) -> float:
-        x = torch.tensor([t], dtype=torch.float64, device=dev)
-        dist.all_reduce(x, op=dist.ReduceOp.MAX)
-        return float(x.item())
-
-    def timed(fn, iters: int, warmup: int) -> float:
-        for _ in range(warmup):
-            fn()
-        sync()
-        slowest(0.0)  # a barrier
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        sync()
-        return slowest((time.perf_counter() - t0) / iters)
-
-    def iters_for(nbytes: int) -> int:
-        return max(plan.min_iters, min(plan.max_iters, plan.iter_bytes // max(nbytes, 1)))
-
-    step("check the sum")
-    check = torch.full((4,), float(rank + 1), dtype=torch.float32, device=dev)
-    dist.all_reduce(check)
-    want = n * (n + 1) / 2  # 1 + 2 + ... + n
-    if not bool((check == want).all()):
-        raise ProbeError(f"all-reduce gave {check.tolist()}, not {want:g} on every element: the links are not "
-                         "trustworthy")
+    r = _Rank(rank, n, device, PLANS[(device, mode)], step, verbose)
+    r.join(timeout_s, fault)
+    r.check_sum()
     result: dict = {"all_reduce": [], "all_gather": [], "small_all_reduce": [], "notes": []}
-    for nbytes in plan.small_bytes:
-        numel = max(1, nbytes // el)
-        step(f"all_reduce {size_name(numel * el)}")
-        x = torch.ones(numel, dtype=dtype, device=dev)
-        t = timed(lambda x=x: dist.all_reduce(x), plan.small_iters, plan.warmup * 4)
-        result["small_all_reduce"].append((numel * el, t))
-    for nbytes in plan.sizes_bytes:
-        numel = nbytes // el
-        step(f"all_reduce {size_name(numel * el)}")
-        x = torch.ones(numel, dtype=dtype, device=dev)
-        t = timed(lambda x=x: dist.all_reduce(x), iters_for(nbytes), plan.warmup)
-        result["all_reduce"].append((numel * el, t))
-        del x
-        per_rank = nbytes // (el * n)
-        step(f"all_gather {size_name(per_rank * el * n)}")
-        inp = torch.ones(per_rank, dtype=dtype, device=dev)
-        outp = torch.empty(per_rank * n, dtype=dtype, device=dev)
-        t = timed(lambda o=outp, i=inp: gather(o, i), iters_for(nbytes), plan.warmup)
-        result["all_gather"].append((per_rank * el * n, t))
-        del inp, outp
-        say(f"{size_name(nbytes)}: all-reduce {result['all_reduce'][-1][1] * 1e6:.1f} us, "
-            f"all-gather {t * 1e6:.1f} us")
+    result["small_all_reduce"] = r.small_all_reduces()
+    result["all_reduce"], result["all_gather"] = r.large_collectives()
     if device == "cuda":
         result["small_all_reduce_graph"] = []
         try:
-            for nbytes in plan.small_bytes:
-                numel = max(1, nbytes // el)
-                step(f"all_reduce {size_name(numel * el)} in a CUDA graph")
-                t = _graph_all_reduce_s(torch, dist, torch.ones(numel, dtype=dtype, device=dev), timed)
-                result["small_all_reduce_graph"].append((numel * el, t))
+            r.small_all_reduces_in_graph(result["small_all_reduce_graph"])
         except Exception as exc:  # noqa: BLE001 - optional: an NCCL too old for graph capture
             result["notes"].append(f"all-reduce in a CUDA graph failed: {one_line(exc)}")
     step("destroy_process_group")
-    dist.destroy_process_group()
-
+    r.dist.destroy_process_group()
     if rank == 0:
-        if device == "cuda" and plan.p2p_bytes:
+        if device == "cuda" and r.plan.p2p_bytes:
             step("p2p copies")
-            result["p2p"] = _p2p(n, plan, say)
+            result["p2p"] = _p2p(n, r.plan, r.say)
         else:
             result["notes"].append("peer-to-peer copies are GPU-only: skipped on the CPU")
-        env = {"torch": torch.__version__, "backend": "nccl" if device == "cuda" else "gloo",
-               "dtype": "bf16" if dtype == torch.bfloat16 else "fp32"}
+        result["environment"] = r.environment()
+        _write(out / "result.json", result)
+
+
+class _Rank:
+    """One rank's collectives. Timing here is not the kit's per-call timer: a collective ends when its last
+    rank does, so each rank times a run of back-to-back calls between two synchronisations (a barrier first)
+    and the slowest rank's mean counts."""
+
+    def __init__(self, rank: int, n: int, device: str, plan: LinkPlan, step, verbose: bool):
+        import torch
+        import torch.distributed as dist
+
+        self.torch, self.dist, self.rank, self.n, self.device, self.plan, self.step = \
+            torch, dist, rank, n, device, plan, step
+        self.say = (lambda m: sys.stderr.write(f"probe links: {m}\n")) if verbose and rank == 0 else (lambda m: None)
         if device == "cuda":
+            torch.cuda.set_device(rank)
+            self.dev, self.dtype = torch.device("cuda", rank), torch.bfloat16  # what tensor parallelism sends
+            self.sync = torch.cuda.synchronize
+        else:
+            torch.set_num_threads(1)
+            self.dev, self.dtype = torch.device("cpu"), torch.float32
+            self.sync = lambda: None  # gloo collectives return when done
+        self.el = torch.empty((), dtype=self.dtype).element_size()
+
+    def join(self, timeout_s: float, fault: str | None) -> None:
+        self.step("init_process_group")
+        kwargs = {"device_id": self.dev} if self.device == "cuda" else {}
+        self.dist.init_process_group("nccl" if self.device == "cuda" else "gloo", rank=self.rank,
+                                     world_size=self.n,
+                                     timeout=_dt.timedelta(seconds=timeout_s + CHILD_TIMEOUT_MARGIN_S), **kwargs)
+        if fault == "hang":  # test hook: joined the group, then never takes part in a collective
+            self.step("hang (test hook)", advance=False)
+            time.sleep(3600)
+        if fault == "fail":
+            raise RuntimeError("injected failure (test hook)")
+
+    def slowest(self, t: float) -> float:
+        x = self.torch.tensor([t], dtype=self.torch.float64, device=self.dev)
+        self.dist.all_reduce(x, op=self.dist.ReduceOp.MAX)
+        return float(x.item())
+
+    def timed(self, fn, iters: int, warmup: int) -> float:
+        """Seconds per call of ``fn`` on the slowest rank."""
+        for _ in range(warmup):
+            fn()
+        self.sync()
+        self.slowest(0.0)  # a barrier
+        self.sync()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        self.sync()
+        return self.slowest((time.perf_counter() - t0) / iters)
+
+    def iters_for(self, nbytes: int) -> int:
+        plan = self.plan
+        return max(plan.min_iters, min(plan.max_iters, plan.iter_bytes // max(nbytes, 1)))
+
+    def check_sum(self) -> None:
+        self.step("check the sum")
+        check = self.torch.full((4,), float(self.rank + 1), dtype=self.torch.float32, device=self.dev)
+        self.dist.all_reduce(check)
+        want = self.n * (self.n + 1) / 2  # 1 + 2 + ... + n
+        if not bool((check == want).all()):
+            raise ProbeError(f"all-reduce gave {check.tolist()}, not {want:g} on every element: the links are "
+                             "not trustworthy")
+
+    def small_all_reduces(self) -> list[tuple[int, float]]:
+        out = []
+        for nbytes in self.plan.small_bytes:
+            numel = max(1, nbytes // self.el)
+            self.step(f"all_reduce {size_name(numel * self.el)}")
+            x = self.torch.ones(numel, dtype=self.dtype, device=self.dev)
+            out.append((numel * self.el, self.timed(lambda x=x: self.dist.all_reduce(x), self.plan.small_iters,
+                                                    self.plan.warmup * 4)))
+        return out
+
+    def large_collectives(self) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """(all-reduce, all-gather) (bytes, seconds) over the plan's sizes."""
+        torch, dist, el, n = self.torch, self.dist, self.el, self.n
+        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+        reduces, gathers = [], []
+        for nbytes in self.plan.sizes_bytes:
+            numel = nbytes // el
+            self.step(f"all_reduce {size_name(numel * el)}")
+            x = torch.ones(numel, dtype=self.dtype, device=self.dev)
+            reduces.append((numel * el, self.timed(lambda x=x: dist.all_reduce(x), self.iters_for(nbytes),
+                                                   self.plan.warmup)))
+            del x
+            per_rank = nbytes // (el * n)
+            self.step(f"all_gather {size_name(per_rank * el * n)}")
+            inp = torch.ones(per_rank, dtype=self.dtype, device=self.dev)
+            outp = torch.empty(per_rank * n, dtype=self.dtype, device=self.dev)
+            t = self.timed(lambda o=outp, i=inp: gather(o, i), self.iters_for(nbytes), self.plan.warmup)
+            gathers.append((per_rank * el * n, t))
+            del inp, outp
+            self.say(f"{size_name(nbytes)}: all-reduce {reduces[-1][1] * 1e6:.1f} us, all-gather {t * 1e6:.1f} us")
+        return reduces, gathers
+
+    def small_all_reduces_in_graph(self, out: list) -> None:
+        """Appends (bytes, seconds) per small size to ``out`` (so what ran before a failure is kept)."""
+        for nbytes in self.plan.small_bytes:
+            numel = max(1, nbytes // self.el)
+            self.step(f"all_reduce {size_name(numel * self.el)} in a CUDA graph")
+            x = self.torch.ones(numel, dtype=self.dtype, device=self.dev)
+            out.append((numel * self.el, _graph_all_reduce_s(self.torch, self.dist, x, self.timed)))
+
+    def environment(self) -> dict[str, str]:
+        torch = self.torch
+        env = {"torch": torch.__version__, "backend": "nccl" if self.device == "cuda" else "gloo",
+               "dtype": "bf16" if self.dtype == torch.bfloat16 else "fp32"}
+        if self.device == "cuda":
             try:
                 env["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
             except Exception:  # noqa: BLE001 - a version string is optional
                 pass
-            env["device"] = torch.cuda.get_device_name(0)
-        result["environment"] = env
-        _write(out / "result.json", result)
+            env["gpu"] = torch.cuda.get_device_name(0)  # the kit's environment() name for it
+        return env
 
 
 GRAPH_CALLS = 20
@@ -392,19 +427,8 @@ def _timeout_message(out: Path, n: int, timeout_s: float) -> str:
     return msg
 
 
-def run_links(device: str = "cuda", mode: str = "quick", world_size: int | None = None, *,
-              timeout_s: float = 120.0, progress: Callable[[str], None] | None = None,
-              fault: str | None = None, topology: Topology | None = None,
-              on_spawn: Callable[[list[int]], None] | None = None) -> LinksResult:
-    """Measure collectives (and, on GPUs, peer copies) across ``world_size`` ranks; see the module doc.
-
-    Raises ProbeError (one line) when fewer than 2 devices are available, a rank fails or the deadline
-    passes; every child has been terminated and joined by then.
-    """
-    import torch.multiprocessing as mp
-    from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
-
-    say = progress or (lambda _m: None)
+def _world_size(device: str, mode: str, world_size: int | None, timeout_s: float) -> int:
+    """The ranks to run; InputError or ProbeError (one line) for a request that cannot run."""
     if device not in ("cuda", "cpu"):
         raise InputError(f"unknown device {device!r}; expected cuda or cpu")
     if mode not in ("quick", "full"):
@@ -418,6 +442,23 @@ def run_links(device: str = "cuda", mode: str = "quick", world_size: int | None 
     if n > available:
         raise ProbeError(f"--world-size {n}, but only {available} CUDA GPU{'s are' if available != 1 else ' is'} "
                          "visible")
+    return n
+
+
+def run_links(device: str = "cuda", mode: str = "quick", world_size: int | None = None, *,
+              timeout_s: float = 120.0, progress: Callable[[str], None] | None = None,
+              fault: str | None = None, topology: Topology | None = None,
+              on_spawn: Callable[[list[int]], None] | None = None) -> LinksResult:
+    """Measure collectives (and, on GPUs, peer copies) across ``world_size`` ranks; see the module doc.
+
+    Raises ProbeError (one line) when fewer than 2 devices are available, a rank fails or the deadline
+    passes; every child has been terminated and joined by then.
+    """
+    import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import ProcessExitedException, ProcessRaisedException
+
+    say = progress or (lambda _m: None)
+    n = _world_size(device, mode, world_size, timeout_s)
     notes = apply_safe_env()
     fault = fault if fault is not None else os.environ.get(FAULT_ENV)
     say(f"{n} ranks over {'NCCL' if device == 'cuda' else 'gloo'} ({device}, {mode} mode), timeout {timeout_s:g} s")
