@@ -74,18 +74,8 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
         d["expected_error"] = band
         echo_json(d)
         return
-    from ..render.analyze import by_kind_table, summary_table, top_ops_table
+    from ..render.analyze import render_analysis
 
-    out = console()
-    out.print(summary_table(pred, hw.name))
-    if band:
-        out.print(f"  {band['text']}")
-    out.print(by_kind_table(pred))
-    out.print(top_ops_table(pred, top))
-    out.print("[bold]Advice[/bold]")
-    for line in advice:
-        out.print(f"  - {line}")
-    for note in pred.assumptions:
-        out.print(f"  [dim]assumes: {note}[/dim]")
+    render_analysis(pred, hw.name, advice, band, top, console())
     if plot_path is not None:
         err_console().print(f"roofline chart written to {plot_path}")

@@ -62,3 +62,18 @@ def by_kind_table(pred: Prediction) -> Table:
         t.add_row(kind, format_seconds(lat), f"{lat / pred.device_time_s:.1%}" if pred.device_time_s else "-",
                   f"{fl / 1e9:,.2f}", f"{by / 1e6:,.1f}", str(int(kern)))
     return t
+
+
+def render_analysis(pred: Prediction, hw_name: str, advice: list[str], band: dict | None, top: int, out) -> None:
+    """``analyze``'s output on the rich console ``out``: summary, error band, time by kind, top operators,
+    advice and assumptions."""
+    out.print(summary_table(pred, hw_name))
+    if band:
+        out.print(f"  {band['text']}")
+    out.print(by_kind_table(pred))
+    out.print(top_ops_table(pred, top))
+    out.print("[bold]Advice[/bold]")
+    for line in advice:
+        out.print(f"  - {line}")
+    for note in pred.assumptions:
+        out.print(f"  [dim]assumes: {note}[/dim]")
