@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from ..catalog import Hardware
 from ..roofline.defaults import RUNTIME_MEMORY_BYTES
+from ..units import BYTES_PER_ELEMENT
 from .config import LLMConfig, attended_tokens
 from .parallel import MAX_TP, rank_shape, valid_tp_degrees
 from .precision import Precision
@@ -67,8 +68,9 @@ def activation_bytes(cfg: LLMConfig, p: Precision, batch: int, q_len: int, tp: i
     attn = t * (q_n + 2 * kv_n + 2 * q_n + q_n) * s
     rows = t * cfg.experts_per_token
     mlp = rows * 3 * rs.intermediate * s + (rows * h * s if cfg.is_moe else 0)
-    norm_tmp = 2 * t * h * 4.0
-    logits = batch * rs.vocab * 4.0
+    fp32 = float(BYTES_PER_ELEMENT["fp32"])  # norms' temporaries and the logits are fp32
+    norm_tmp = 2 * t * h * fp32
+    logits = batch * rs.vocab * fp32
     return float(2 * t * h * s + max(attn, mlp, norm_tmp) + logits)
 
 
