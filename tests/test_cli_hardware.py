@@ -167,6 +167,12 @@ def test_schema_is_json_schema():
     assert json.loads(run("schema", "--json").stdout) == schema
 
 
+def test_schema_takes_no_catalog():
+    # the schema is the file format, the same for every catalog: an option that would be ignored is refused
+    result = run("schema", "--catalog", str(FIXTURES / "catalog_extra"))
+    assert result.exit_code == 2 and "No such option '--catalog'" in result.stderr
+
+
 # --- extra catalogs --------------------------------------------------------------------------------------
 
 def test_catalog_option_adds_and_overrides(tmp_path):

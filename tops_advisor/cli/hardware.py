@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import typing
 from pathlib import Path
 
@@ -196,10 +195,12 @@ def validate(ctx, paths, catalog_dirs, as_json):
 
 
 @hardware.command()
-@catalog_option
-@json_option
-def schema(catalog_dirs, as_json):
-    """Print the JSON Schema of a device file (point your editor's TOML/YAML schema support at it)."""
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON only on stdout (the schema is JSON either way; accepted like on every command).")
+def schema(as_json):
+    """Print the JSON Schema of a device file (point your editor's TOML/YAML schema support at it).
+
+    It describes the file format, which no catalog changes: there is no --catalog here."""
     from ..catalog import Hardware
 
-    click.echo(json.dumps(Hardware.model_json_schema(), indent=2))
+    echo_json(Hardware.model_json_schema())
