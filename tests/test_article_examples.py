@@ -116,6 +116,7 @@ def test_yolov7_input_sizes(yolov7):
         yolov7.example_inputs(1, "720p")
 
 
+@pytest.mark.slow
 def test_yolov7_forward_shapes(yolov7):
     # a real forward at the smallest size: three scales, strides 8 / 16 / 32 of 384x640
     model = yolov7.build_model().eval()
@@ -200,6 +201,7 @@ def test_analyze_cli_runs_on_yolov7_1080p(monkeypatch):
 
 # ---------------------------------------------------------------------------------------- the article check
 
+@pytest.mark.slow
 def test_article_check_doc_is_current(article_check, catalog, costs):
     doc = (REPO / "docs" / "article-check.md").read_text(encoding="utf-8")
     assert article_check.render(catalog, costs) == doc, (
@@ -231,6 +233,7 @@ def test_article_check_sd_arithmetic(article_check, catalog, costs):
     assert f"| {50 * step:.2f} |" in row
 
 
+@pytest.mark.slow
 def test_article_check_cli_write_and_check(article_check, costs, monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(article_check, "count_models", lambda: costs)  # reuse the fixture's counts
     doc = tmp_path / "article-check.md"

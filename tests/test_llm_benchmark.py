@@ -25,6 +25,7 @@ def bench():
     return mod
 
 
+@pytest.mark.slow
 def test_tiny_run_writes_results(bench, tmp_path):
     out = tmp_path / "r.json"
     assert bench.main(["--tiny", "--out", str(out), "--iters", "2", "--batches", "1,2", "--contexts", "16",

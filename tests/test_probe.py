@@ -159,6 +159,7 @@ def test_cpu_probe_end_to_end(tmp_path):
     assert cal.environment["command"].startswith("tops-advisor probe --device cpu --quick")
 
 
+@pytest.mark.slow
 def test_cpu_probe_table_output():
     from click.testing import CliRunner
 
@@ -183,6 +184,7 @@ def test_no_gpu_is_one_clear_line():
     assert res.stderr.startswith("error: no CUDA GPU is visible") and "--device cpu" in res.stderr
 
 
+@pytest.mark.slow
 def test_unwritable_output(tmp_path):
     from click.testing import CliRunner
 
@@ -192,6 +194,7 @@ def test_unwritable_output(tmp_path):
     assert res.exit_code == 2 and "cannot write calibration" in res.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_measurements_and_writes_nothing(tmp_path, monkeypatch):
     from click.testing import CliRunner
 

@@ -159,6 +159,7 @@ def test_topology_parser_against_fake():
 
 
 # --- the gloo path, end to end ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_gloo_two_processes_end_to_end(clean_env):
     clean_env.setenv("NCCL_NVLS_ENABLE", "1")  # a user's setting that must not reach the children
     spawned: list[int] = []
@@ -185,6 +186,7 @@ def test_gloo_two_processes_end_to_end(clean_env):
     assert spawned == r.pids and len(spawned) == 2 and not any(_alive(p) for p in spawned)
 
 
+@pytest.mark.slow
 def test_failing_rank_is_named_and_nothing_is_left(clean_env):
     spawned: list[int] = []
     with pytest.raises(ProbeError) as exc:
@@ -194,6 +196,7 @@ def test_failing_rank_is_named_and_nothing_is_left(clean_env):
     assert len(spawned) == 2 and not any(_alive(p) for p in spawned)
 
 
+@pytest.mark.slow
 def test_hung_rank_times_out_and_nothing_is_left(clean_env):
     spawned: list[int] = []
     with pytest.raises(ProbeError) as exc:
@@ -213,6 +216,7 @@ def test_too_few_devices(clean_env):
 
 
 # --- the CLI --------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_cli_links_only_json(clean_env):
     res = CliRunner().invoke(cli, ["probe", "--all-gpus", "--device", "cpu", "--links-only", "--json"])
     assert res.exit_code == 0, res.output
@@ -222,6 +226,7 @@ def test_cli_links_only_json(clean_env):
     assert d["links_skipped"] is None and d["saved_to"] == []
 
 
+@pytest.mark.slow
 def test_cli_links_only_adds_links_to_an_existing_calibration(clean_env, tmp_path):
     from tops_advisor.probe.kit import cpu_model
 
@@ -235,6 +240,7 @@ def test_cli_links_only_adds_links_to_an_existing_calibration(clean_env, tmp_pat
     assert "Peer links: 2 ranks, gloo" in res.stdout
 
 
+@pytest.mark.slow
 def test_cli_fault_env_is_one_line(clean_env):
     clean_env.setenv(distributed.FAULT_ENV, "fail:0")
     res = CliRunner().invoke(cli, ["probe", "--all-gpus", "--device", "cpu", "--links-only"])

@@ -29,6 +29,7 @@ def run(args):
 
 
 # --- the command, on the CPU ----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_cpu_run_puts_measurement_beside_prediction_and_says_it_is_plumbing():
     res = run(CPU + ["--batch", "1,2", "--json"])
     assert res.exit_code == 0, res.output
@@ -62,6 +63,7 @@ def test_cpu_per_op_lines_up_operator_kinds():
     assert sum(k["predicted_share"] for k in kinds.values()) == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_cpu_table_and_plot(tmp_path):
     plot = tmp_path / "parity.png"
     res = run(CPU + ["--batch", "1", "--plot", str(plot)])
@@ -97,6 +99,7 @@ def test_cpu_needs_hardware():
     assert res.exit_code == 2 and "--device cpu needs --hardware" in res.stderr
 
 
+@pytest.mark.slow
 def test_out_of_memory_at_one_batch_is_reported_and_the_others_go_on(monkeypatch):
     import torch
 
