@@ -151,19 +151,6 @@ def test_unknown_name_suggests_close_ids(catalog):
     assert err.value.hint and "rtx-4090" in err.value.hint
 
 
-def test_cli_reports_ambiguous_orin_in_one_line():
-    from click.testing import CliRunner
-
-    from tops_advisor.cli import cli
-
-    if "hardware" not in cli.commands:
-        pytest.skip("the 'hardware' command is not written yet")
-    result = CliRunner().invoke(cli, ["hardware", "show", "orin"])
-    assert result.exit_code == 2
-    assert "ambiguous" in result.output and "jetson-orin-nano-8gb" in result.output
-    assert "Traceback" not in result.output
-
-
 def test_article_table_doc_matches_the_catalog():
     spec = importlib.util.spec_from_file_location("article_table", REPO / "benchmarks" / "article_table.py")
     module = importlib.util.module_from_spec(spec)
