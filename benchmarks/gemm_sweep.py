@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from tops_advisor.probe.gemm import ShapeUnsupported, make_gemm
+    from tops_advisor.errors import ShapeUnsupported
+    from tops_advisor.probe.gemm import make_gemm
     from tops_advisor.probe.kit import make_backend
 
     backend = make_backend(args.device)

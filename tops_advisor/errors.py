@@ -62,6 +62,14 @@ class ProbeError(TopsAdvisorError):
     """Measuring the local device failed."""
 
 
+class ShapeUnsupported(ProbeError):
+    """This precision cannot run this shape (fp8 wants multiples of 16, int8 wants m > 16); the probe skips it."""
+
+
+class PrecisionUnsupported(ProbeError):
+    """The device or this PyTorch build cannot do the precision at all; the probe skips it with a note."""
+
+
 class LLMConfigError(TopsAdvisorError):
     """An LLM config or preset is missing, incomplete or inconsistent."""
 

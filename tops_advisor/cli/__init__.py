@@ -1,30 +1,25 @@
 """The command line: parse arguments, call the library, render. Nothing else.
 
-Each command group lives in its own module here and is registered below. Errors from the library
+Each command group lives in its own module here and is added to the group below. Errors from the library
 (``TopsAdvisorError``) are printed once, on one line on stderr, with a non-zero exit; ``--debug`` shows
 the traceback.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import click
 
 from .. import __version__
 from ..errors import TopsAdvisorError
-
-# (module in tops_advisor.cli, attribute) for every command; a module not written yet is skipped.
-_COMMANDS = [
-    ("hardware", "hardware"),
-    ("count", "count"),
-    ("analyze", "analyze"),
-    ("recommend", "recommend"),
-    ("probe", "probe"),
-    ("llm", "llm"),
-    ("validate", "validate"),
-]
+from .analyze import analyze
+from .count import count
+from .hardware import hardware
+from .llm import llm
+from .probe import probe
+from .recommend import recommend
+from .validate import validate
 
 EXIT_USER_ERROR = 2
 
@@ -57,14 +52,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
-for _module, _attr in _COMMANDS:
-    try:
-        _mod = importlib.import_module(f"{__name__}.{_module}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"{__name__}.{_module}":
-            raise
-        continue
-    cli.add_command(getattr(_mod, _attr))
+for _command in (hardware, count, analyze, recommend, probe, llm, validate):
+    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> int:

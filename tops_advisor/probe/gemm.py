@@ -12,18 +12,11 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..errors import PrecisionUnsupported, ShapeUnsupported
 from .kit import Backend
 
 PROBE_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 ARTICLE_SHAPE = (8192, 8192, 8192)
-
-
-class ShapeUnsupported(Exception):
-    """This precision cannot run this shape (fp8 wants multiples of 16, int8 wants m > 16)."""
-
-
-class PrecisionUnsupported(Exception):
-    """The device or this PyTorch build cannot do the precision at all."""
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..calibration import Calibration, GemmSample, SustainedResult
-from ..errors import AmbiguousHardwareError, ProbeError, UnknownHardwareError
+from ..errors import AmbiguousHardwareError, ProbeError, ShapeUnsupported, UnknownHardwareError
 from .gemm import (
     ARTICLE_SHAPE,
     PROBE_PRECISIONS,
     GemmResult,
-    ShapeUnsupported,
     measure_gemm,
     precision_support,
 )
