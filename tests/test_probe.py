@@ -92,7 +92,7 @@ def test_nvml_facts_parse_units():
     assert (f.pcie_gen, f.pcie_gen_max, f.pcie_width, f.pcie_width_max) == (4, 5, 16, 16)
     assert f.throttle_reasons == ("gpu_idle",)
     assert f.driver_version == "580.159.04" and f.cuda_driver_version == "13.0"  # 13000 -> 13.0
-    assert f.notes == []
+    assert f.notes == ()
 
 
 def test_nvml_refused_query_leaves_none_and_a_note():

@@ -7,9 +7,10 @@ argument so tests can pass a fake.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from ..errors import ProbeError
 
@@ -43,19 +44,22 @@ def decode_throttle_reasons(mask: int) -> tuple[str, ...]:
     return tuple(out)
 
 
-@dataclass
-class DeviceFacts:
-    """What NVML says about one card. Units in the names; None where NVML did not answer."""
+class DeviceFacts(BaseModel):
+    """What NVML says about one card. Units in the names; None where NVML did not answer. ``model_dump()``
+    is the probe report's ``state``."""
+
+    model_config = ConfigDict(frozen=True)
 
     name: str | None = None
     memory_total_bytes: int | None = None
-    sm_clock_mhz: float | None = None
-    sm_clock_max_mhz: float | None = None
-    mem_clock_mhz: float | None = None
-    mem_clock_max_mhz: float | None = None
+    # Clocks and temperature as NVML gives them (integers): int | float so a dump keeps 1980, not 1980.0.
+    sm_clock_mhz: int | float | None = None
+    sm_clock_max_mhz: int | float | None = None
+    mem_clock_mhz: int | float | None = None
+    mem_clock_max_mhz: int | float | None = None
     power_limit_w: float | None = None
     power_draw_w: float | None = None
-    temperature_c: float | None = None
+    temperature_c: int | float | None = None
     pcie_gen: int | None = None
     pcie_gen_max: int | None = None
     pcie_width: int | None = None
@@ -63,10 +67,7 @@ class DeviceFacts:
     throttle_reasons: tuple[str, ...] = ()
     driver_version: str | None = None
     cuda_driver_version: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    notes: tuple[str, ...] = ()
 
 
 def _text(value: Any) -> str:
@@ -93,14 +94,16 @@ def import_nvml():
 
 
 class _Reader:
-    def __init__(self, nvml, facts: DeviceFacts):
-        self.nvml, self.facts = nvml, facts
+    """Calls one NVML query; a query that fails gives None and a note."""
+
+    def __init__(self):
+        self.notes: list[str] = []
 
     def __call__(self, what: str, fn, *args):
         try:
             return fn(*args)
         except Exception as exc:  # NVMLError_NotSupported, NoPermission, missing function in an old binding
-            self.facts.notes.append(f"NVML: {what} unavailable ({exc})")
+            self.notes.append(f"NVML: {what} unavailable ({exc})")
             return None
 
 
@@ -112,41 +115,44 @@ def _throttle_mask(nvml, handle) -> int:
 
 def read_device_facts(nvml, index: int = 0) -> DeviceFacts:
     """Query everything the probe reports about card ``index``; ``nvml`` is an initialised pynvml (or a fake)."""
-    facts = DeviceFacts()
-    get = _Reader(nvml, facts)
+    get = _Reader()
     try:
         handle = nvml.nvmlDeviceGetHandleByIndex(index)
     except Exception as exc:
         raise ProbeError(f"NVML has no device {index} ({exc})") from None
     name = get("name", nvml.nvmlDeviceGetName, handle)
-    facts.name = None if name is None else _text(name)
     mem = get("memory", nvml.nvmlDeviceGetMemoryInfo, handle)
-    facts.memory_total_bytes = None if mem is None else int(mem.total)
     clock_sm, clock_mem = nvml.NVML_CLOCK_SM, nvml.NVML_CLOCK_MEM
-    facts.sm_clock_mhz = get("SM clock", nvml.nvmlDeviceGetClockInfo, handle, clock_sm)
-    facts.sm_clock_max_mhz = get("max SM clock", nvml.nvmlDeviceGetMaxClockInfo, handle, clock_sm)
-    facts.mem_clock_mhz = get("memory clock", nvml.nvmlDeviceGetClockInfo, handle, clock_mem)
-    facts.mem_clock_max_mhz = get("max memory clock", nvml.nvmlDeviceGetMaxClockInfo, handle, clock_mem)
+    f: dict[str, Any] = {
+        "name": None if name is None else _text(name),
+        "memory_total_bytes": None if mem is None else int(mem.total),
+        "sm_clock_mhz": get("SM clock", nvml.nvmlDeviceGetClockInfo, handle, clock_sm),
+        "sm_clock_max_mhz": get("max SM clock", nvml.nvmlDeviceGetMaxClockInfo, handle, clock_sm),
+        "mem_clock_mhz": get("memory clock", nvml.nvmlDeviceGetClockInfo, handle, clock_mem),
+        "mem_clock_max_mhz": get("max memory clock", nvml.nvmlDeviceGetMaxClockInfo, handle, clock_mem),
+    }
     limit_mw = get("power limit", nvml.nvmlDeviceGetPowerManagementLimit, handle)
-    facts.power_limit_w = None if limit_mw is None else limit_mw / 1000
+    f["power_limit_w"] = None if limit_mw is None else limit_mw / 1000
     draw_mw = get("power draw", nvml.nvmlDeviceGetPowerUsage, handle)
-    facts.power_draw_w = None if draw_mw is None else draw_mw / 1000
-    facts.temperature_c = get("temperature", nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU)
-    facts.pcie_gen = get("PCIe generation", nvml.nvmlDeviceGetCurrPcieLinkGeneration, handle)
-    facts.pcie_gen_max = get("max PCIe generation", nvml.nvmlDeviceGetMaxPcieLinkGeneration, handle)
-    facts.pcie_width = get("PCIe width", nvml.nvmlDeviceGetCurrPcieLinkWidth, handle)
-    facts.pcie_width_max = get("max PCIe width", nvml.nvmlDeviceGetMaxPcieLinkWidth, handle)
+    f["power_draw_w"] = None if draw_mw is None else draw_mw / 1000
+    f["temperature_c"] = get("temperature", nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU)
+    f["pcie_gen"] = get("PCIe generation", nvml.nvmlDeviceGetCurrPcieLinkGeneration, handle)
+    f["pcie_gen_max"] = get("max PCIe generation", nvml.nvmlDeviceGetMaxPcieLinkGeneration, handle)
+    f["pcie_width"] = get("PCIe width", nvml.nvmlDeviceGetCurrPcieLinkWidth, handle)
+    f["pcie_width_max"] = get("max PCIe width", nvml.nvmlDeviceGetMaxPcieLinkWidth, handle)
     mask = get("throttle reasons", _throttle_mask, nvml, handle)
-    facts.throttle_reasons = () if mask is None else decode_throttle_reasons(mask)
+    f["throttle_reasons"] = () if mask is None else decode_throttle_reasons(mask)
     driver = get("driver version", nvml.nvmlSystemGetDriverVersion)
-    facts.driver_version = None if driver is None else _text(driver)
+    f["driver_version"] = None if driver is None else _text(driver)
     cuda = get("CUDA driver version", nvml.nvmlSystemGetCudaDriverVersion)
-    facts.cuda_driver_version = None if cuda is None else _cuda_version(int(cuda))
-    return facts
+    f["cuda_driver_version"] = None if cuda is None else _cuda_version(int(cuda))
+    return DeviceFacts(**f, notes=tuple(get.notes))
 
 
-@dataclass
+@dataclass(frozen=True)
 class StateSample:
+    """One cheap reading during the sustained run (internal: ``sustained`` summarises the samples)."""
+
     sm_clock_mhz: float | None
     power_w: float | None
     temperature_c: float | None
@@ -155,8 +161,7 @@ class StateSample:
 
 def sample_state(nvml, index: int = 0) -> StateSample:
     """A cheap reading of clocks, power, temperature and throttle reasons, for the sustained run."""
-    facts = DeviceFacts()
-    get = _Reader(nvml, facts)
+    get = _Reader()
     handle = nvml.nvmlDeviceGetHandleByIndex(index)
     clock = get("SM clock", nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM)
     power_mw = get("power draw", nvml.nvmlDeviceGetPowerUsage, handle)

@@ -87,7 +87,7 @@ def probe_report(result: ProbeResult, catalog=None) -> dict[str, Any]:
         "device": result.facts.name if result.facts and result.facts.name else device_label(result.environment),
         "hardware": result.hardware, "matched_catalog": result.matched_catalog, "backend": result.backend,
         "mode": result.mode, "interrupted": result.interrupted,
-        "state": result.facts.to_dict() if result.facts else None,
+        "state": result.facts.model_dump() if result.facts else None,
         "environment": result.environment,
         "precisions": precisions, "bandwidth": bandwidth,
         "kernel_eager_us": None if result.kernel_eager_s is None else result.kernel_eager_s * 1e6,

@@ -152,7 +152,7 @@ def run_probe(device: str = "cuda", mode: str = "quick", *, sustained_s: float |
         try:
             nvml = nvml or import_nvml()
             facts = read_device_facts(nvml)
-            notes += facts.notes
+            notes += list(facts.notes)
         except ProbeError as exc:
             nvml = None
             notes.append(f"{exc} (clocks, power and throttling not reported)")
@@ -309,9 +309,10 @@ def _record_state_after_load(nvml, result: ProbeResult) -> None:
         after = read_device_facts(nvml)
         result.environment["sm_clock_mhz_after_load"] = str(after.sm_clock_mhz)
         result.environment["throttle_reasons_after_load"] = ",".join(after.throttle_reasons) or "none"
-        if result.facts is not None:
-            result.facts.pcie_gen = max(result.facts.pcie_gen or 0, after.pcie_gen or 0) or None
-            result.facts.pcie_width = max(result.facts.pcie_width or 0, after.pcie_width or 0) or None
+        if result.facts is not None:  # the link trains up under load: keep the best it reached
+            f = result.facts
+            result.facts = f.model_copy(update={"pcie_gen": max(f.pcie_gen or 0, after.pcie_gen or 0) or None,
+                                                "pcie_width": max(f.pcie_width or 0, after.pcie_width or 0) or None})
     except ProbeError as exc:
         result.notes.append(str(exc))
 
