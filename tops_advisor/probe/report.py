@@ -18,6 +18,10 @@ from .runner import ProbeResult
 LOW_FRACTION = 0.5
 # Warn when the card's maximum SM clock is below this fraction of the catalog's boost clock.
 LOW_CLOCK_FRACTION = 0.9
+# Warn when the card's power limit (NVML) is below this fraction of the catalog's TDP. A default, not a
+# sourced figure: a limit a few percent under the TDP is a board or driver variant, not worth a warning;
+# one 10% or more under it was set down (nvidia-smi -pl, a cloud's cap) and costs sustained clocks.
+LOW_POWER_LIMIT_FRACTION = 0.9
 
 
 def _hardware(result: ProbeResult, catalog):
@@ -46,7 +50,7 @@ def probe_warnings(result: ProbeResult, hw=None) -> list[str]:
                 f.sm_clock_max_mhz < LOW_CLOCK_FRACTION * hw.boost_clock_mhz:
             out.append(f"maximum SM clock {f.sm_clock_max_mhz:.0f} MHz is far below the boost clock "
                        f"{hw.boost_clock_mhz:.0f} MHz")
-        if hw is not None and f.power_limit_w and f.power_limit_w < 0.9 * hw.tdp_w:
+        if hw is not None and f.power_limit_w and f.power_limit_w < LOW_POWER_LIMIT_FRACTION * hw.tdp_w:
             out.append(f"power limit {f.power_limit_w:.0f} W is below the card's {hw.tdp_w:.0f} W")
     s = result.sustained
     if s is not None and s.throttled:
