@@ -161,14 +161,17 @@ def test_sdpa_on_5d_inputs_runs_the_math_path_and_upcasts_fp16():
 
 def test_norms():
     op = only(count_module(nn.LayerNorm(16), torch.randn(4, 16)))
-    assert op.kind == "norm" and op.flops == 5 * 64                      # 320
+    # mean 1, variance 3, normalise 2, scale 1, shift 1 = 8 per element (opcosts.LAYER_NORM): 8 * 64 = 512
+    assert op.kind == "norm" and op.flops == 8 * 64
     assert op.bytes_read == 64 * 4 + 2 * 16 * 4 and op.bytes_written == 64 * 4  # 384, 256
     bn = nn.BatchNorm2d(4)
     op = only(count_module(bn, torch.randn(2, 4, 3, 3)))
     assert op.flops == 2 * 72 and op.kernels == 1                        # eval: scale and shift
     assert op.param_bytes == 4 * 4 * 4                                   # weight, bias, running mean, var
     op = only(count_module(nn.GroupNorm(2, 4), torch.randn(2, 4, 3, 3)))
-    assert op.flops == 5 * 72 and op.kernels == 2                        # 360
+    assert op.flops == 8 * 72 and op.kernels == 2                        # as layer norm: 8 * 72 = 576
+    op = only(count_module(nn.LayerNorm(16, elementwise_affine=False), torch.randn(4, 16)))
+    assert op.flops == 6 * 64                                            # no scale or shift: 8 - 2 = 6
     op = only(count_module(nn.RMSNorm(16), torch.randn(4, 16)))          # fused, not pow/mean/rsqrt/mul
     assert op.name == "aten.rms_norm" and op.flops == 4 * 64             # 256
 
@@ -182,6 +185,21 @@ def test_softmax_elementwise_and_reduction():
     assert op.bytes_read == 48                                           # the same tensor is read once
     op = only(count_module(Fn(lambda x: x.sum(-1)), torch.randn(3, 4)))
     assert op.kind == "reduction" and op.flops == 12 and op.bytes_written == 12
+
+
+@pytest.mark.parametrize(("fn", "ops_per_element"), [
+    (F.silu, 4),                                   # x / (1 + exp(-x)): neg, exp, add, divide
+    (torch.sigmoid, 4),                            # 1 / (1 + exp(-x)): neg, exp, add, reciprocal
+    (F.gelu, 5),                                   # x * 0.5 * (1 + erf(x / sqrt 2)): mul, erf, add, mul, mul
+    (lambda x: F.gelu(x, approximate="tanh"), 8),  # square, mul, add, mul, tanh, add, mul, mul
+    (F.hardswish, 5),                              # x * clamp(x + 3, 0, 6) / 6: add, max, min, mul, div
+    (F.relu6, 2),                                  # max, min
+    (lambda x: x.clamp(min=0), 1),                 # one bound: one comparison
+    (torch.tanh, 1),                               # one transcendental instruction
+])
+def test_activations_count_the_arithmetic_of_their_formula(fn, ops_per_element):
+    op = only(count_module(Fn(fn), torch.randn(3, 4)))
+    assert op.kind == "elementwise" and op.flops == ops_per_element * 12
 
 
 def test_pooling():
@@ -339,3 +357,32 @@ def test_the_three_cuda_rewrites_belong_to_the_lowering():
     assert add.flops == 2 * 4 * 8 and add.bytes_read == (2 * 4 * 8 + 4) * 2  # output 64 fp16 + bias 4
     with pytest.raises(CountingError, match="unknown lowering"):
         count_module(Model(), inputs, "fp16", lowering="tpu")
+
+
+def test_counter_and_llm_builder_count_the_same_operators_alike():
+    """One table (tops_advisor.opcosts) for both: operators of an LLM built analytically cost what the same
+    operators counted from PyTorch cost."""
+    from tops_advisor.llm import build_workload, load_config
+
+    def counted(fn, *shapes):
+        return only(count_module(Fn(fn) if not isinstance(fn, nn.Module) else fn,
+                                 tuple(torch.randn(*s, device="meta") for s in shapes))).flops
+
+    t, h = 16, 1600  # GPT-2 XL: layer norm, GELU (tanh), a fused qkv Linear with a bias, residual adds
+    gpt = build_workload(load_config("examples/llm/gpt2-xl-config.json"), phase="prefill", batch=1, context=t)
+    built = {op.name: op.flops for op in gpt.ops if op.module.startswith("layers.0.")}
+    assert built["input_layernorm.layer_norm"] == counted(nn.LayerNorm(h, device="meta"), (t, h)) == 8 * t * h
+    assert built["gelu_new"] == counted(lambda x: F.gelu(x, approximate="tanh"), (t, 4 * h)) == 8 * t * 4 * h
+    assert built["qkv_proj"] == counted(nn.Linear(h, 3 * h, device="meta"), (t, h)) == 2 * t * 3 * h * h  # no bias
+    assert built["residual_add"] == counted(torch.add, (t, h), (t, h)) == t * h
+
+    t, h, inter = 16, 4096, 11008  # LLaMA-2-7B: RMS norm, SiLU and the gate multiply
+    llama = load_config("llama2-7b")
+    built = {op.name: op.flops for op in build_workload(llama, phase="prefill", batch=1, context=t).ops
+             if op.module.startswith("layers.0.")}
+    assert built["silu"] == counted(F.silu, (t, inter)) == 4 * t * inter
+    assert built["mul"] == counted(torch.mul, (t, inter), (t, inter)) == t * inter
+    fused = {op.name: op.flops for op in build_workload(llama, phase="prefill", batch=1, context=t,
+                                                           layout="fused").ops if op.module.startswith("layers.0.")}
+    assert fused["input_layernorm.rms_norm"] == counted(nn.RMSNorm(h, device="meta"), (t, h)) == 4 * t * h
+    assert fused["act_and_mul"] == built["silu"] + built["mul"]                             # 5 per element

@@ -8,6 +8,8 @@ and the counter reports it (never silently zero).
 
 Conventions (see docs/counting.md):
 - ``flops`` are operations: one multiply-add = 2 (fvcore and many papers count a multiply-add as one).
+  Vector operators take their operations per element from ``tops_advisor.opcosts``, the table the LLM
+  builder reads too.
 - Bytes are the minimal traffic: every tensor input read once (an expanded tensor counts its distinct
   elements only) and every output written once, at the element size in use. A handle overrides this
   where an operator provably touches less (embedding rows, gathers) or more.
@@ -20,6 +22,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from .. import opcosts as O
 from ..workload import GemmShape
 
 
@@ -258,8 +261,8 @@ def elementwise(ops_per_element: float = 1.0, kind: str = "elementwise") -> Hand
     return handle
 
 
-def norm(ops_per_element: float, affine_arg: int | None, kernels: int = 1) -> Handle:
-    """Normalisations: ``ops_per_element`` per input element (one fewer without the affine weight).
+def norm(ops_per_element: float, affine_ops: float, affine_arg: int | None, kernels: int = 1) -> Handle:
+    """Normalisations: ``ops_per_element`` per input element (``affine_ops`` fewer without the affine weight).
 
     Only the normalised output is counted as written; saved statistics are small and not used in inference.
     """
@@ -267,7 +270,7 @@ def norm(ops_per_element: float, affine_arg: int | None, kernels: int = 1) -> Ha
     def handle(c: OpCall) -> Cost:
         x = c.args[0]
         has_affine = affine_arg is None or c.arg(affine_arg, "weight") is not None
-        ops = ops_per_element if has_affine else ops_per_element - 1
+        ops = ops_per_element if has_affine else ops_per_element - affine_ops
         return Cost("norm", ops * x.numel, bytes_written=c.out.nbytes, kernels=kernels)
 
     return handle
@@ -323,24 +326,38 @@ _BINARY = ("add", "sub", "rsub", "mul", "div", "pow", "maximum", "minimum", "fma
            "bitwise_right_shift", "hardshrink", "softshrink", "prelu", "_prelu_kernel", "isnan", "isinf",
            "logaddexp")
 for _name in _UNARY + _BINARY:
-    register(*_with_inplace(_name))(elementwise(1.0))
+    register(*_with_inplace(_name))(elementwise(O.activation(_name)))  # O.ELEMENTWISE unless listed
+
+
+@register(*_with_inplace("gelu"))
+def gelu(c: OpCall) -> Cost:
+    # gelu(input, approximate="none"): the erf form, or the tanh approximation
+    tanh = c.arg(1, "approximate", "none") == "tanh"
+    return Cost("elementwise", (O.GELU_TANH if tanh else O.GELU) * c.out.numel)
+
+
+@register(*_with_inplace("clamp"), *_with_inplace("clip"))
+def clamp(c: OpCall) -> Cost:
+    # clamp(input, min=None, max=None): one comparison per bound given
+    bounds = sum(c.arg(i, n) is not None for i, n in ((1, "min"), (2, "max")))
+    return Cost("elementwise", O.ELEMENTWISE * max(bounds, 1) * c.out.numel)
 
 # Casts and factories: no arithmetic, but memory is read and/or written.
-register("aten._to_copy", "aten.to", "aten._to_dtype", "aten.type_as")(elementwise(0.0))
+register("aten._to_copy", "aten.to", "aten._to_dtype", "aten.type_as")(elementwise(O.CAST))
 register("aten.zeros", "aten.ones", "aten.full", "aten.zeros_like", "aten.ones_like", "aten.full_like",
          "aten.scalar_tensor", "aten.arange", "aten.linspace", "aten.new_zeros", "aten.new_ones",
          "aten.new_full", "aten.rand", "aten.randn", "aten.randint", "aten.rand_like", "aten.randn_like",
          "aten.randint_like", "aten.randperm", "aten.normal", "aten.uniform_", "aten.normal_", "aten.bernoulli",
          "aten.bernoulli_", "aten.tensor", "aten.eye")(elementwise(0.0))
-register("aten.native_dropout")(elementwise(2.0))  # training only: a mask draw and a multiply
+register("aten.native_dropout")(elementwise(O.DROPOUT))
 
-# Normalisations. Batch norm in eval is one fused scale-and-shift (2 per element); in training it also
-# computes mean and variance (5). Layer/group norm: mean, variance, normalise, scale, shift (5 per element);
-# RMS norm: square, mean, normalise, scale (4).
-register("aten._native_batch_norm_legit_no_training")(norm(2.0, 1))
-register("aten.layer_norm", "aten.native_layer_norm")(norm(5.0, 2))
-register("aten.native_group_norm", "aten.group_norm")(norm(5.0, 1, kernels=2))
-register("aten.rms_norm", "aten._fused_rms_norm")(norm(4.0, 2))
+# Normalisations (tops_advisor.opcosts): batch norm in eval is one folded scale-and-shift (2 per element),
+# in training statistics as layer norm (8); layer and group norm: mean, variance, normalise, scale, shift (8);
+# RMS norm: square, accumulate, normalise, scale (4).
+register("aten._native_batch_norm_legit_no_training")(norm(O.BATCH_NORM_EVAL, O.BATCH_NORM_EVAL_AFFINE, 1))
+register("aten.layer_norm", "aten.native_layer_norm")(norm(O.LAYER_NORM, O.LAYER_NORM_AFFINE, 2))
+register("aten.native_group_norm", "aten.group_norm")(norm(O.GROUP_NORM, O.GROUP_NORM_AFFINE, 1, kernels=2))
+register("aten.rms_norm", "aten._fused_rms_norm")(norm(O.RMS_NORM, O.RMS_NORM_AFFINE, 2))
 
 
 @register("aten.native_batch_norm", "aten._native_batch_norm_legit", "aten.cudnn_batch_norm",
@@ -348,7 +365,8 @@ register("aten.rms_norm", "aten._fused_rms_norm")(norm(4.0, 2))
 def batch_norm(c: OpCall) -> Cost:
     # (input, weight, bias, running_mean, running_var, training, momentum, eps)
     training = bool(c.arg(5, "training", False))
-    cost = norm(5.0 if training else 2.0, 1)(c)
+    cost = (norm(O.BATCH_NORM_TRAINING, O.LAYER_NORM_AFFINE, 1) if training
+            else norm(O.BATCH_NORM_EVAL, O.BATCH_NORM_EVAL_AFFINE, 1))(c)
     if c.args[0].itemsize == 2:
         # Half-precision batch norm on CUDA is not cuDNN's: PyTorch runs native_batch_norm and then copies
         # its result (profiled on the H200: one aten::copy_ per batch norm in fp16 ResNet-50/MobileNetV2).
@@ -358,23 +376,23 @@ def batch_norm(c: OpCall) -> Cost:
     return cost
 
 
-# Softmax: max, subtract, exp, sum, divide: 5 operations per element, one kernel.
+# Softmax: max, subtract, exp, sum, divide: 5 operations per element (O.SOFTMAX), one kernel.
 # _safe_softmax (the masked math path's softmax) is softmax plus isneginf, all and where on CUDA: 4 kernels;
 # the scores are read 3 times and written twice (the boolean intermediates are small).
 @register("aten._safe_softmax")
 def safe_softmax(c: OpCall) -> Cost:
     n = c.out.numel
-    return Cost("softmax", 7.0 * n, bytes_read=3 * c.args[0].nbytes, bytes_written=2 * c.out.nbytes, kernels=4)
+    return Cost("softmax", O.SAFE_SOFTMAX * n, bytes_read=3 * c.args[0].nbytes, bytes_written=2 * c.out.nbytes, kernels=4)
 
 
 register("aten._softmax", "aten._log_softmax", "aten.softmax",
-         "aten.log_softmax")(elementwise(5.0, kind="softmax"))
+         "aten.log_softmax")(elementwise(O.SOFTMAX, kind="softmax"))
 
 register("aten.sum", "aten.mean", "aten.amax", "aten.amin", "aten.max", "aten.min", "aten.argmax",
          "aten.argmin", "aten.prod", "aten.any", "aten.all", "aten.norm", "aten.linalg_vector_norm",
          "aten.cumsum", "aten.cumprod", "aten.logsumexp", "aten.topk", "aten.sort", "aten.aminmax",
-         "aten.nansum", "aten.count_nonzero")(reduction(1.0))
-register("aten.var", "aten.std", "aten.var_mean", "aten.std_mean")(reduction(3.0))
+         "aten.nansum", "aten.count_nonzero")(reduction(O.REDUCTION))
+register("aten.var", "aten.std", "aten.var_mean", "aten.std_mean")(reduction(O.VARIANCE))
 
 # Pooling. max_pool*_with_indices also returns indices: in inference only the values are written.
 register("aten.max_pool1d", "aten.avg_pool1d")(pooling(1))
@@ -437,9 +455,14 @@ def _gather(source_arg: int) -> Handle:
 
 register("aten.index_select", "aten.gather", "aten.index", "aten._unsafe_index", "aten.take",
          "aten.masked_select")(_gather(0))
-register("aten.scatter", "aten.scatter_", "aten.scatter_add", "aten.scatter_add_", "aten.index_put",
-         "aten.index_put_", "aten.index_add", "aten.index_add_", "aten.index_copy", "aten.index_copy_",
-         "aten.masked_scatter", "aten.masked_scatter_")(copy())
+register("aten.scatter", "aten.scatter_", "aten.index_put", "aten.index_put_", "aten.index_copy",
+         "aten.index_copy_", "aten.masked_scatter", "aten.masked_scatter_")(copy())
+
+
+@register("aten.scatter_add", "aten.scatter_add_", "aten.index_add", "aten.index_add_")
+def scatter_add(c: OpCall) -> Cost:
+    # (self, dim, index, source/src): one add per source element
+    return Cost("copy", O.INDEX_ADD * c.args[3].numel)
 
 
 def lookup(name: str) -> Handle | None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 
+from .. import opcosts as O
 from ..errors import InputError, LLMConfigError
 from ..workload import GemmShape, OpRecord, Workload
 from .config import LLMConfig, attended_tokens
@@ -87,7 +88,7 @@ class _Builder:
         mats = gemm_batch if weight_count is None else weight_count
         rows = m * gemm_batch if flops_m is None else flops_m
         params = mats * (n * k * wb + (n * self.s if bias else 0))
-        self.add(name=name, kind="matmul", module=module, flops=2.0 * rows * n * k + (rows * n if bias else 0),
+        self.add(name=name, kind="matmul", module=module, flops=2.0 * rows * n * k + (rows * n * O.GEMM_BIAS if bias else 0),
                  bytes_read=rows * k * self.p.act_bytes + params, bytes_written=rows * n * self.s,
                  param_bytes=params, dtype=self.p.act, kernels=kernels, gemm=GemmShape(m, n, k, gemm_batch))
 
@@ -102,10 +103,10 @@ class _Builder:
         h, s = self.cfg.hidden_size, self.s
         e = rows * h
         if self.cfg.norm == "layernorm":
-            self.add(name=f"{name}.layer_norm", kind="norm", module=module, flops=8.0 * e,
+            self.add(name=f"{name}.layer_norm", kind="norm", module=module, flops=O.LAYER_NORM * e,
                      bytes_read=e * s + 2 * h * s, bytes_written=e * s, param_bytes=2 * h * s)
         elif self.layout == "fused":
-            self.add(name=f"{name}.rms_norm", kind="norm", module=module, flops=4.0 * e,
+            self.add(name=f"{name}.rms_norm", kind="norm", module=module, flops=O.RMS_NORM * e,
                      bytes_read=e * s + h * s, bytes_written=e * s, param_bytes=h * s)
         else:
             # HF LlamaRMSNorm, one kernel each: to(fp32), pow(2), mean(-1), + eps, rsqrt, x * rsqrt,
@@ -132,9 +133,11 @@ class _Builder:
             self.elementwise("add", "embed", t * h, 2, 1, 1)
         elif self.layout == "torch":
             # cos/sin tables for this step: positions to float, inv_freq @ positions, cat, cos, sin, two casts.
-            for sub in ("positions_to_float", "matmul_inv_freq", "cat", "cos", "sin", "cos_to_dtype",
-                        "sin_to_dtype"):
-                self.elementwise(f"rotary_emb.{sub}", "rotary_emb", self.t * self.cfg.head_dim, 1, 1, 1)
+            for sub, ops in (("positions_to_float", O.CAST), ("matmul_inv_freq", O.ELEMENTWISE), ("cat", O.COPY),
+                             ("cos", O.ELEMENTWISE), ("sin", O.ELEMENTWISE), ("cos_to_dtype", O.CAST),
+                             ("sin_to_dtype", O.CAST)):
+                self.elementwise(f"rotary_emb.{sub}", "rotary_emb", self.t * self.cfg.head_dim, 1, 1, 1,
+                                 flops_per_elem=ops)
 
     def layer(self, i: int) -> None:
         cfg, rs, t, s = self.cfg, self.rs, self.t, self.s
@@ -147,7 +150,7 @@ class _Builder:
             self.norm("input_layernorm", f"{mod}.input_layernorm", t)
         else:  # fused residual add + norm: reads x and residual, writes both
             self.add(name="fused_add_rms_norm", kind="norm", module=f"{mod}.input_layernorm",
-                     flops=5.0 * t * h, bytes_read=2 * t * h * s + h * s, bytes_written=2 * t * h * s,
+                     flops=O.FUSED_ADD_RMS_NORM * t * h, bytes_read=2 * t * h * s + h * s, bytes_written=2 * t * h * s,
                      param_bytes=h * s)
         if fused or cfg.fused_qkv:
             self.linear("qkv_proj", f"{mod}.self_attn.qkv_proj", t, q_n + 2 * kv_n, h, bias=cfg.attention_bias)
@@ -158,7 +161,7 @@ class _Builder:
         if cfg.position == "rotary":
             eq, ek = t * q_n, t * kv_n
             if fused:
-                self.add(name="rotary", kind="elementwise", module=f"{mod}.self_attn.rotary", flops=3.0 * (eq + ek),
+                self.add(name="rotary", kind="elementwise", module=f"{mod}.self_attn.rotary", flops=O.ROTARY_FUSED * (eq + ek),
                          bytes_read=(eq + ek) * s, bytes_written=(eq + ek) * s)
             else:
                 # HF apply_rotary_pos_emb on q then k: x*cos, neg(x2), cat(-x2, x1), rotated*sin, add
@@ -183,7 +186,7 @@ class _Builder:
             self.norm("post_attention_layernorm", f"{mod}.post_attention_layernorm", t)
         else:
             self.add(name="fused_add_rms_norm", kind="norm", module=f"{mod}.post_attention_layernorm",
-                     flops=5.0 * t * h, bytes_read=2 * t * h * s + h * s, bytes_written=2 * t * h * s,
+                     flops=O.FUSED_ADD_RMS_NORM * t * h, bytes_read=2 * t * h * s + h * s, bytes_written=2 * t * h * s,
                      param_bytes=h * s)
         if cfg.is_moe:
             self.moe(mod)
@@ -222,16 +225,19 @@ class _Builder:
         if cfg.gated_mlp:
             if fused:
                 self.linear("gate_up_proj", f"{mod}.mlp.gate_up_proj", t, 2 * inter, h, bias=cfg.mlp_bias)
-                self.elementwise("act_and_mul", f"{mod}.mlp.act", t * inter, 2, 1, 1, flops_per_elem=5)
+                self.elementwise("act_and_mul", f"{mod}.mlp.act", t * inter, 2, 1, 1,
+                                 flops_per_elem=O.activation(cfg.hidden_act) + O.MUL)
             else:
                 self.linear("gate_proj", f"{mod}.mlp.gate_proj", t, inter, h, bias=cfg.mlp_bias)
                 self.linear("up_proj", f"{mod}.mlp.up_proj", t, inter, h, bias=cfg.mlp_bias)
-                self.elementwise(f"{cfg.hidden_act}", f"{mod}.mlp.act_fn", t * inter, 1, 1, 1, flops_per_elem=4)
+                self.elementwise(f"{cfg.hidden_act}", f"{mod}.mlp.act_fn", t * inter, 1, 1, 1,
+                                 flops_per_elem=O.activation(cfg.hidden_act))
                 self.elementwise("mul", f"{mod}.mlp.mul", t * inter, 2, 1, 1)
             self.linear("down_proj", f"{mod}.mlp.down_proj", t, h, inter, bias=cfg.mlp_bias)
         else:
             self.linear("fc_in", f"{mod}.mlp.c_fc", t, inter, h, bias=cfg.mlp_bias)
-            self.elementwise(cfg.hidden_act, f"{mod}.mlp.act", t * inter, 1, 1, 1, flops_per_elem=8)
+            self.elementwise(cfg.hidden_act, f"{mod}.mlp.act", t * inter, 1, 1, 1,
+                             flops_per_elem=O.activation(cfg.hidden_act))
             self.linear("fc_out", f"{mod}.mlp.c_proj", t, h, inter, bias=cfg.mlp_bias)
 
     def moe(self, mod: str) -> None:
@@ -243,7 +249,7 @@ class _Builder:
         self.linear("router", f"{mod}.moe.gate", t, e, h, weight_bytes=s)
         if fused:
             # vLLM fused_moe: topk-softmax, align/sort, grouped w13, act-and-mul, grouped w2, sum
-            self.add(name="topk_softmax", kind="softmax", module=f"{mod}.moe.routing", flops=5.0 * t * e,
+            self.add(name="topk_softmax", kind="softmax", module=f"{mod}.moe.routing", flops=O.SOFTMAX * t * e,
                      bytes_read=t * e * s, bytes_written=rows * 8.0)
             self.add(name="moe_align", kind="other", module=f"{mod}.moe.align", flops=0.0,
                      bytes_read=rows * 8.0, bytes_written=rows * 8.0, kernels=2)
@@ -252,15 +258,16 @@ class _Builder:
             common = dict(m=m_per, k=h, gemm_batch=n_exp, weight_count=touched, flops_m=rows)
             self.linear("experts.w13", f"{mod}.moe.experts.w13", n=2 * inter, bias=cfg.mlp_bias, **common)
             self.elementwise("experts.act_and_mul", f"{mod}.moe.experts.act", rows * inter, 2, 1, 1,
-                             flops_per_elem=5)
+                             flops_per_elem=O.activation(cfg.hidden_act) + O.MUL)
             self.linear("experts.w2", f"{mod}.moe.experts.w2", m=m_per, n=h, k=inter, gemm_batch=n_exp,
                         weight_count=touched, flops_m=rows, bias=cfg.mlp_bias)
             self.elementwise("experts.combine", f"{mod}.moe.combine", rows * h, 1, 1 / k, 1)
             return
         # HF Mixtral: softmax, topk, sum, div, cast; one_hot mask; then a loop over the experts that were hit
-        for sub in ("softmax", "topk", "sum", "div", "to_dtype", "one_hot"):
+        for sub, ops in (("softmax", O.SOFTMAX), ("topk", O.REDUCTION), ("sum", O.REDUCTION),
+                         ("div", O.ELEMENTWISE), ("to_dtype", O.CAST), ("one_hot", O.COPY)):
             self.add(name=f"routing.{sub}", kind="softmax" if sub == "softmax" else "other",
-                     module=f"{mod}.moe.routing", flops=float(t * e), bytes_read=t * e * 4.0,
+                     module=f"{mod}.moe.routing", flops=ops * t * e, bytes_read=t * e * 4.0,
                      bytes_written=t * e * 4.0)
         launches = max(1, math.ceil(touched - 1e-9))
         share_w = touched / launches                   # expected expert matrices per launch
@@ -277,16 +284,18 @@ class _Builder:
                             flops_m=share_r)
                 self.linear("w3", f"{emod}.w3", m_per, inter, h, bias=cfg.mlp_bias, weight_count=share_w,
                             flops_m=share_r)
-                self.elementwise(cfg.hidden_act, f"{emod}.act_fn", share_r * inter, 1, 1, 1, flops_per_elem=4)
+                self.elementwise(cfg.hidden_act, f"{emod}.act_fn", share_r * inter, 1, 1, 1,
+                                 flops_per_elem=O.activation(cfg.hidden_act))
                 self.elementwise("mul", f"{emod}.mul", share_r * inter, 2, 1, 1)
             else:
                 self.linear("fc_in", f"{emod}.fc_in", m_per, inter, h, bias=cfg.mlp_bias, weight_count=share_w,
                             flops_m=share_r)
-                self.elementwise(cfg.hidden_act, f"{emod}.act", share_r * inter, 1, 1, 1, flops_per_elem=8)
+                self.elementwise(cfg.hidden_act, f"{emod}.act", share_r * inter, 1, 1, 1,
+                                 flops_per_elem=O.activation(cfg.hidden_act))
             self.linear("w2", f"{emod}.w2", m_per, h, inter, bias=cfg.mlp_bias, weight_count=share_w,
                         flops_m=share_r)
             self.elementwise("mul_routing_weight", f"{emod}.scale", share_r * h, 1, 1, 1)
-            self.elementwise("index_add", f"{emod}.index_add", share_r * h, 2, 1, 1)
+            self.elementwise("index_add", f"{emod}.index_add", share_r * h, 2, 1, 1, flops_per_elem=O.INDEX_ADD)
 
     def head(self) -> None:
         cfg = self.cfg
