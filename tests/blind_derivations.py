@@ -346,10 +346,10 @@ LLAMA_LAYER_PARAMS = 2 * 2048 * 2048 + 2 * 2048 * 256 + 3 * 2048 * 5632 + 2 * 20
 LLAMA_LAYER_LINEAR_MACS = LLAMA_LAYER_PARAMS - 2 * 2048                 # per token: one MAC per weight
 LLAMA_SEQ = 256
 LLAMA_PARAMS = 2 * 32000 * 2048 + 22 * LLAMA_LAYER_PARAMS + 2048        # embedding, LM head, layers, norm
-# Per 256-token sequence: 22 layers + the LM head, and causal attention counted as half of the 256 x 256
-# score square (QK^T and PV, 32 heads of 64).
+# Per 256-token sequence: 22 layers + the LM head, and causal attention over the 256 * 257 / 2 query-key
+# pairs the mask keeps (query i sees keys 0..i; QK^T and PV, 32 heads of 64).
 LLAMA_LINEAR_MACS = LLAMA_SEQ * (22 * LLAMA_LAYER_LINEAR_MACS + 2048 * 32000)
-LLAMA_ATTENTION_MACS = 22 * 32 * 2 * LLAMA_SEQ * LLAMA_SEQ * 64 // 2
+LLAMA_ATTENTION_MACS = 22 * 32 * 2 * (LLAMA_SEQ * (LLAMA_SEQ + 1) // 2) * 64
 
 
 # --- round 7: DeepLabV3-ResNet-50, EfficientNetV2-S, SqueezeNet 1.1, the CLIP ViT-B/32 text encoder ---------
@@ -542,7 +542,7 @@ BART_LINEAR_MACS = (BART_SRC * 6 * BART_LAYER_MACS + BART_TGT * 6 * BART_LAYER_M
                     + BART_TGT * 6 * 2 * 768 * 768 + BART_SRC * 6 * 2 * 768 * 768   # cross-attention q, out; k, v
                     + BART_LOGITS_MACS)
 BART_ATTENTION_MACS = (6 * 12 * 2 * BART_SRC * BART_SRC * 64          # encoder
-                       + 6 * 12 * 2 * BART_TGT * BART_TGT * 64 // 2   # decoder self, causal: the counter takes half
+                       + 6 * 12 * 2 * (BART_TGT * (BART_TGT + 1) // 2) * 64  # decoder self, causal: the pairs kept
                        + 6 * 12 * 2 * BART_TGT * BART_SRC * 64)       # cross
 
 # DiT-S/2: per block qkv, proj, MLP, adaLN (6 x 384) with biases; LayerNorms have no affine parameters.

@@ -41,9 +41,11 @@ def _convs_and_classifier(conv_macs: int, linear_macs: int) -> dict[str, int]:
 CASES = (
     # --- round 1 ---------------------------------------------------------------------------------------------
     # Tan & Le 2019, Table 2: 0.39B FLOPS (multiply-adds) at 224x224 = 0.78 G operations per image. torch's
-    # FlopCounterMode agrees with our matrix operations on conv and linear.
+    # FlopCounterMode agrees with our matrix operations on conv and linear. The published figure is the matrix
+    # work only (771.6 M of our 814.7 M operations); SiLU and sigmoid, 4 operations per element each
+    # (tops_advisor/opcosts.py), add 43 M of vector work: +4.4%, hence 5%.
     Blind("efficientnet_b0", params=5_288_548,                      # torchvision efficientnet_b0
-          total=(0.78e9, 0.03), forward=Forward(out=(1, 1000), ours=(CONV, ADDMM), built_in_eval=False)),
+          total=(0.78e9, 0.05), forward=Forward(out=(1, 1000), ours=(CONV, ADDMM), built_in_eval=False)),
     # Liu et al. 2021, Table 1: 4.5G FLOPs (multiply-adds) at 224x224 = ~9.0 G operations per image. With a
     # float mask SDPA runs PyTorch's math path (measured on the H200): window attention is counted kernel by
     # kernel, QK^T and PV as two bmm (matmul kind), behind a zero-cost attention marker.
@@ -154,7 +156,7 @@ CASES = (
           forward=Forward(out=(1, 1000), slow=True,
                           flops=_convs_and_classifier(hand.VGG_MACS - hand.VGG_LINEAR_MACS, hand.VGG_LINEAR_MACS))),
     # Per 256-token sequence: 22 layers x 44,040,192 + the LM head 65,536,000 multiply-adds per token, and
-    # causal attention counted as half of the 256 x 256 score square (QK^T and PV, 32 heads of 64). After
+    # causal attention over the 256 * 257 / 2 query-key pairs it keeps (QK^T and PV, 32 heads of 64). After
     # repeat_kv every SDPA sees 32 heads for K and V as well as Q (K and V repeated: 2 clones a layer); the
     # RMSNorm is hand-written (one rsqrt each). torch runs a 2-layer instance (same widths) and agrees on the
     # linears; on the CPU it records no SDPA flops.
@@ -218,7 +220,7 @@ CASES = (
                           flops={CONV: 2 * sum(hand.resnet50_fpn(256)[1:3])})),
     # Per sample (256 source, 64 target tokens): 18.33 GMACs of linears (the tied logits 2.47 of them, an
     # aten.mm with the bias added apart) and 0.77 GMACs of attention, the causal decoder self-attention counted
-    # as half its square. Linears: encoder 6, decoder 10 a layer; 2 token and 2 positional lookups. A real
+    # over the 64 * 65 / 2 pairs it keeps. Linears: encoder 6, decoder 10 a layer; 2 token and 2 positional lookups. A real
     # forward: torch agrees on the linears; on the CPU it records no SDPA flops.
     Blind("bart_base", params=139_420_416,                          # HF facebook/bart-base, shared embedding once
           ops={"conv": 0, "matmul": 2 * hand.BART_LINEAR_MACS, "attention": 2 * hand.BART_ATTENTION_MACS},
@@ -330,7 +332,7 @@ DERIVATIONS = (
     ("tinyllama layer params", hand.LLAMA_LAYER_PARAMS, 44_044_288),
     ("tinyllama_prefill params", hand.LLAMA_PARAMS, 1_100_048_384),
     ("tinyllama_prefill MACs (linear, attention)", (hand.LLAMA_LINEAR_MACS, hand.LLAMA_ATTENTION_MACS),
-     (264_811_577_344, 2_952_790_016)),
+     (264_811_577_344, 2_964_324_352)),
     ("resnet50 params", hand.resnet50_params(), 25_557_032),             # torchvision resnet50
     ("deeplabv3_resnet50 params", hand.DEEPLAB_PARAMS, 39_638_869),
     # torchvision documents 42,004,074 with the auxiliary FCN head on layer3 (3x3 1024 -> 256 + BN, 1x1 -> 21).
@@ -372,7 +374,7 @@ DERIVATIONS = (
     ("resnet50_fpn operations at 256", 2 * sum(hand.resnet50_fpn(256)[1:3]), 18_100_518_912),
     ("bart_base params (the published ~139M)", hand.BART_PARAMS, 139_420_416),
     ("bart_base MACs (linear, attention)", (hand.BART_LINEAR_MACS, hand.BART_ATTENTION_MACS),
-     (18_325_094_400, 773_849_088)),
+     (18_325_094_400, 774_144_000)),
     ("dit_s2 params", hand.DIT_PARAMS, 32_865_056),
     ("dit_s2 params with pos_embed as a Parameter (DiT's count)", hand.DIT_PARAMS + 256 * 384, 32_963_360),
     ("dit_s2 params in millions (the paper's 33M)", round(hand.DIT_PARAMS / 1e6), 33),

@@ -50,7 +50,8 @@ def test_every_operator_has_a_formula(counted, name):
 @pytest.mark.parametrize("name", SMALL)
 def test_matches_flop_counter_mode(counted, name):
     """torch's FlopCounterMode counts mm/addmm/bmm/convolution at 2 per multiply-add, like us. On meta tensors
-    it sees SDPA's math path (two bmm per call, masked positions included), so causal attention is halved."""
+    it sees SDPA's math path (two bmm per call, masked positions included); causal attention keeps the
+    L (L + 1) / 2 of L^2 pairs below the diagonal (gpt2: L = 128, 129/256 of them)."""
     mf = load_model_file(EXAMPLES / f"{name}.py")
     model = mf.build().eval()
     inputs = mf.inputs(2)
@@ -64,7 +65,7 @@ def test_matches_flop_counter_mode(counted, name):
                                    + theirs.get("aten.convolution", 0), rel=0.01)
     causal = name == "gpt2"
     attention = sum(op.flops for op in w.ops if op.kind == "attention")
-    assert attention == pytest.approx(theirs.get("aten.bmm", 0) * (0.5 if causal else 1.0), rel=0.01)
+    assert attention == pytest.approx(theirs.get("aten.bmm", 0) * (129 / 256 if causal else 1.0), rel=0.01)
 
 
 def test_resnet50_is_4_1_gmacs(counted):
@@ -114,8 +115,9 @@ def test_70b_transformer_counts_on_the_meta_device():
     # Linear weights: all parameters minus the embedding (32000*8192) and 161 RMSNorm weights of 8192.
     linear = 68_976_648_192 - 32_000 * 8192 - 161 * 8192
     assert sum(op.flops for op in w.ops if op.kind == "matmul") == 2 * 128 * linear
-    # Causal attention, 80 layers: half of 2 matmuls of 2 * 64 heads * 128 * 128 * 128 each.
-    assert sum(op.flops for op in w.ops if op.kind == "attention") == 80 * 2 * 64 * 128 ** 3
+    # Causal attention, 80 layers: 2 matmuls of 2 * 64 heads * head dim 128 per query-key pair kept,
+    # 128 * 129 / 2 = 8256 pairs (query i sees keys 0..i).
+    assert sum(op.flops for op in w.ops if op.kind == "attention") == 80 * 2 * 2 * 64 * 128 * (128 * 129 // 2)
     assert w.param_bytes == 2 * 68_976_648_192
 
 
@@ -129,6 +131,7 @@ def test_small_llama_config_counts_on_real_tensors():
     assert w.unsupported_ops == {} and w.batch == 3
     attention = [op for op in w.ops if op.kind == "attention"]
     assert len(attention) == 2
-    # q (3, 4, 16, 16), k/v (3, 2, 16, 16): causal half of 2 * 2 * (3*4) * 16 * 16 * 16
-    assert attention[0].flops == 2 * 3 * 4 * 16 ** 3
+    # q (3, 4, 16, 16), k/v (3, 2, 16, 16): 2 matmuls of 2 * (3*4) * head dim 16 per causal pair,
+    # 16 * 17 / 2 = 136 pairs
+    assert attention[0].flops == 2 * 2 * 3 * 4 * 16 * 136
     assert attention[0].bytes_read == (3 * 4 * 16 * 16 + 2 * 3 * 2 * 16 * 16) * 4

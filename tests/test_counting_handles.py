@@ -103,7 +103,8 @@ def test_sdpa_is_one_fused_op(causal):
     op = only(w)  # no bmm, softmax or mask ops leak out of the math path
     assert op.name == "aten.scaled_dot_product_attention" and op.kind == "attention" and op.kernels == 1
     full = 2 * (2 * 4) * 16 * 16 * 8 * 2  # QK^T and PV: 2 * (b*h) * Lq * Lk * d each = 65536
-    assert op.flops == (full / 2 if causal else full)
+    # causal: query i sees keys 0..i, 16 * 17 / 2 = 136 of the 256 pairs: 34816
+    assert op.flops == (full * 136 / 256 if causal else full)
     assert op.bytes_read == 3 * (2 * 4 * 16 * 8 * 4)                     # Q, K, V: 12288, no score matrix
     assert op.bytes_written == 2 * 4 * 16 * 8 * 4                        # 4096
     assert op.gemm == GemmShape(m=16, n=16, k=8, batch=8)

@@ -83,3 +83,12 @@ VARIANCE = 4.0           # var, std: mean 1, then subtract, square, accumulate 3
 ROTARY_FUSED = 3.0       # x * cos + rotate_half(x) * sin in one kernel: 2 multiplies, 1 add (the negation of
                          # rotate_half folds into the sign); unfused, each of mul, neg, cat, mul, add is its own
                          # elementwise or copy operator
+
+
+# --- attention --------------------------------------------------------------------------------------------
+def causal_pairs(query_len: int, key_len: int) -> int:
+    """Query-key pairs a causal mask keeps: query i sees keys 0..i (PyTorch's top-left aligned
+    ``is_causal``), so ``L (L + 1) / 2`` for a square mask, not ``L^2 / 2``. The LLM builder counts
+    prefill attention over the same pairs; QK^T and PV each cost 2 x head dim operations per pair."""
+    kept = min(query_len, key_len)
+    return kept * (kept + 1) // 2 + max(query_len - key_len, 0) * key_len

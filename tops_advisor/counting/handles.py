@@ -210,14 +210,14 @@ def convolution(c: OpCall) -> Cost:
 
 # --------------------------------------------------------------------------------------------------------
 # Scaled-dot-product attention as ONE fused kernel (flash / memory-efficient): the operations of QK^T and
-# PV (half of them when causal); the bytes of Q, K, V, the mask and the output, nothing of the score matrix.
+# PV over the query-key pairs computed (those the causal mask keeps when causal, O.causal_pairs); the bytes of
+# Q, K, V, the mask and the output, nothing of the score matrix.
 def _attention(c: OpCall, q: TensorInfo, k: TensorInfo, v: TensorInfo, causal: bool) -> Cost:
     *lead, lq, e = q.shape
     lk, ev = k.shape[-2], v.shape[-1]
     bh = math.prod(lead)
-    flops = 2.0 * bh * lq * lk * e + 2.0 * bh * lq * lk * ev
-    if causal:
-        flops /= 2
+    pairs = O.causal_pairs(lq, lk) if causal else lq * lk
+    flops = 2.0 * bh * pairs * e + 2.0 * bh * pairs * ev
     mask_bytes = sum(t.nbytes for t in c.inputs if all(t is not x for x in (q, k, v)))
     read = q.nbytes + k.nbytes + v.nbytes + mask_bytes
     return Cost("attention", flops, bytes_read=read, bytes_written=c.out.nbytes,
