@@ -18,7 +18,7 @@ from ..errors import ModelFileError, one_line
 from ..suggest import did_you_mean
 
 CONVENTION = ("a model file defines build_model() returning a torch.nn.Module and example_inputs(batch_size) "
-              "returning a tensor or a tuple of tensors (README: 'Count a model')")
+              "returning a tensor, a tuple of tensors or a dict of keyword inputs (README: 'Count a model')")
 _REQUIRED = ("build_model", "example_inputs")
 _ids = itertools.count()
 
@@ -29,6 +29,15 @@ class ModelFile:
 
     path: Path
     module: ModuleType
+    notes: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return str(self.path)
+
+    @property
+    def stem(self) -> str:
+        return self.path.stem
 
     def build(self, meta: bool = True) -> torch.nn.Module:
         """``build_model()``, on the meta device when its code allows (no memory, no init), else as written."""
@@ -59,10 +68,12 @@ class ModelFile:
                 inputs = self.module.example_inputs(batch)
         except Exception as exc:
             raise ModelFileError(f"{self.path}: example_inputs({batch}) raised {one_line(exc)}") from None
-        items = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+        items = inputs.values() if isinstance(inputs, dict) else \
+            inputs if isinstance(inputs, (tuple, list)) else (inputs,)
         if not items or not any(isinstance(t, torch.Tensor) for t in items):
             raise ModelFileError(f"{self.path}: example_inputs({batch}) returned {type(inputs).__name__}, "
-                                 "expected a tensor or a tuple of tensors", hint=CONVENTION)
+                                 "expected a tensor, a tuple of tensors or a dict of keyword inputs",
+                                 hint=CONVENTION)
         return inputs
 
 
