@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from tops_advisor.counting import load_model_file
+from tops_advisor.counting import load_model
 from tops_advisor.errors import TopsAdvisorError
 from tops_advisor.validate.measure import MeasurementSet, check_device, environment, measure_batches
 
@@ -52,7 +52,7 @@ def main() -> int:
 
     for path in args.models.split(","):
         try:
-            model_file = load_model_file(path)
+            model_file = load_model(path)
         except TopsAdvisorError as exc:
             print(f"error: {exc}", file=sys.stderr)
             continue

@@ -32,9 +32,17 @@ from torch.overrides import TorchFunctionMode
 from torch.profiler import ProfilerActivity, profile, record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from tops_advisor.counting import load_model_file
+from tops_advisor.counting import load_model
 from tops_advisor.counting.counter import _fused_sdpa_possible
-from tops_advisor.validate.measure import DTYPES, capture_graph, cast_inputs, environment, is_oom, time_fn
+from tops_advisor.validate.measure import (
+    DTYPES,
+    capture_graph,
+    cast_inputs,
+    environment,
+    forward_fn,
+    is_oom,
+    time_fn,
+)
 
 PREFIX = "ta#"
 _FUSED = {F.scaled_dot_product_attention: "aten.scaled_dot_product_attention", F.rms_norm: "aten.rms_norm",
@@ -92,7 +100,7 @@ def _annotation(evt) -> str | None:
     return None
 
 
-def profile_forward(model, inputs, iters: int, names: dict[str, int]) -> tuple[list, float]:
+def profile_forward(forward, iters: int, names: dict[str, int]) -> tuple[list, float]:
     """Per counted call: [name, median device us, kernels, longest kernel's name index]; and total us."""
     per_iter: list[dict[int, list]] = []
     # no_grad, as the counter runs: under inference_mode composite operators (linear) reach the mode whole
@@ -100,7 +108,7 @@ def profile_forward(model, inputs, iters: int, names: dict[str, int]) -> tuple[l
         for it in range(iters):
             state = _Ranges(it)
             with _DispatchRanges(state), _FunctionRanges(state):
-                model(*inputs)
+                forward()
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
     calls: dict[tuple[int, int], list] = {}
@@ -164,7 +172,7 @@ def main() -> int:
             json.dump(result, f)
 
     for path in args.models.split(","):
-        model_file = load_model_file(path)
+        model_file = load_model(path)
         batches = args.small_batches if path in small or Path(path).stem in small else args.batches
         for dtype in args.dtypes.split(","):
             torch.manual_seed(0)
@@ -176,14 +184,14 @@ def main() -> int:
                     return 0
                 run = {"model": path, "dtype": dtype, "batch": batch}
                 try:
-                    inputs = cast_inputs(model_file.inputs(batch, meta=False), dtype, "cuda")
+                    forward = forward_fn(model, cast_inputs(model_file.inputs(batch, meta=False), dtype, "cuda"))
                     with torch.inference_mode():
-                        t = time_fn(lambda m=model, x=inputs: m(*x), args.repeats, 3)
+                        t = time_fn(forward, args.repeats, 3)
                         run["eager_s"] = t.median_s
-                        graph = capture_graph(lambda m=model, x=inputs: m(*x), warmup=1)
+                        graph = capture_graph(forward, warmup=1)
                         run["graph_s"] = time_fn(graph.replay, args.repeats, 3).median_s
                         del graph
-                    run["ops"], run["kernels_us"] = profile_forward(model, inputs, args.iters, names)
+                    run["ops"], run["kernels_us"] = profile_forward(forward, args.iters, names)
                 except Exception as exc:  # record and go on: one failure must not lose the others
                     run["error"] = "out of memory" if is_oom(exc) else f"{type(exc).__name__}: {exc}"[:300]
                     torch.cuda.empty_cache()

@@ -28,7 +28,7 @@ from tops_advisor.probe.distributed import (
     apply_safe_env,
     bus_factor,
     collective_sample,
-    one_line,
+    nccl_one_line,
     run_links,
     size_name,
 )
@@ -81,9 +81,9 @@ def test_size_names_and_one_line_errors():
     exc = RuntimeError("DistBackendError at ProcessGroupNCCL.cpp:1234\n"
                        "NCCL error in: ../nccl.cpp:99, unhandled system error, NCCL version 2.21.5\n"
                        "Last error:\nsocket timeout")
-    assert one_line(exc) == ("RuntimeError: NCCL error in: ../nccl.cpp:99, unhandled system error, "
+    assert nccl_one_line(exc) == ("RuntimeError: NCCL error in: ../nccl.cpp:99, unhandled system error, "
                              "NCCL version 2.21.5 (last error: socket timeout)")
-    assert "\n" not in one_line(ValueError("a\nb"))
+    assert "\n" not in nccl_one_line(ValueError("a\nb"))
 
 
 def test_safe_env_overrides_and_says_so():

@@ -2,6 +2,7 @@
 
     from tops_advisor.api import ModelCosts, load_catalog, predict
     costs = ModelCosts("examples/resnet50.py")           # counts the model (twice, at two batches)
+    costs = ModelCosts("timm:convnext_small")            # or a library model by name (the [models] extra)
     catalog = load_catalog()
     for hw in catalog:
         p = predict(costs.at(batch=32, dtype="fp16"), hw, mode="graph")
@@ -29,19 +30,23 @@ _COUNT_DTYPES = ("fp32", "fp16", "bf16")
 
 
 class ModelCosts:
-    """Count a model file once and derive its workload at any batch and precision.
+    """Count a model once and derive its workload at any batch and precision.
+
+    ``model``: a model file path, ``timm:NAME``, ``torchvision:NAME``, ``hf:PATH_OR_ID`` (``task``, ``seq``,
+    ``input_shape`` shape a library model's inputs), or a model already loaded (``counting.load_model``).
 
     The model is counted at two small batches; other batches are extrapolated (every per-operator count of
     a feed-forward model is affine in the batch, see ``scaling.batch_affine``). A model whose operator
     sequence changes with the batch is counted again at each batch asked for.
     """
 
-    def __init__(self, model_path: str | Path, *, base_dtype: str = "fp16", strict: bool = False,
-                 batches: tuple[int, int] = (1, 2)):
-        from .counting import count  # torch is only needed here
+    def __init__(self, model, *, base_dtype: str = "fp16", strict: bool = False, batches: tuple[int, int] = (1, 2),
+                 task: str | None = None, seq: int | None = None, input_shape: tuple[int, ...] | None = None):
+        from .counting import count, load_model  # torch is only needed here
 
-        self.model_path = str(getattr(model_path, "path", model_path))
-        self._source = model_path  # a path, or a loaded counting.ModelFile (imported once)
+        # a model file path, timm:NAME, torchvision:NAME, hf:PATH_OR_ID, or a counting.load_model result
+        self._source = load_model(model, task=task, seq=seq, input_shape=input_shape)
+        self.model_path = self._source.label
         self.base_dtype = base_dtype
         self.strict = strict
         self._count = count

@@ -89,6 +89,7 @@ class Workload:
     unsupported_ops: dict[str, int] = field(default_factory=dict)  # operator -> calls counted as zero
     source: str = ""                  # the model file or LLM config it came from
     notes: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()  # what counting assumed about values it could not see (host_reads)
     functional: bool = False          # issued from plain functions (an LLM built analytically), not from
                                       # nn.Module calls: less host time per operator in eager mode
     lowering: str = ""                # how counted operators became kernels ("pytorch-cuda": eager PyTorch on
@@ -122,6 +123,7 @@ class Workload:
             "flops": self.flops, "bytes": self.bytes, "params": self.params, "param_bytes": self.param_bytes,
             "input_bytes": self.input_bytes, "activation_peak_bytes": self.activation_peak_bytes,
             "kernels": self.kernels, "intensity": self.intensity if self.bytes else None,
-            "unsupported_ops": dict(self.unsupported_ops), "notes": list(self.notes), "lowering": self.lowering,
+            "unsupported_ops": dict(self.unsupported_ops), "notes": list(self.notes),
+            "assumptions": list(self.assumptions), "lowering": self.lowering,
             "ops": ops,
         }

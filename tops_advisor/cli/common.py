@@ -15,6 +15,32 @@ catalog_option = click.option(
     help="Extra directory of device files (adds or overrides by id); repeatable. Also $TOPS_ADVISOR_CATALOG.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON only on stdout.")
 
+MODEL_HELP = ("MODEL is a .py file (build_model/example_inputs) or a library model by name: timm:NAME, "
+              "torchvision:NAME, hf:PATH_OR_ID (a config.json or directory offline, a hub id online; the "
+              "[models] extra).")
+
+
+def model_options(fn):
+    """--task, --seq and --input-shape: how a library model's inputs are built."""
+    for option in reversed((
+        click.option("--task", help="hf: the Auto class to build (causal-lm, masked-lm, seq2seq-lm, base, "
+                                    "sequence-classification, image-classification, speech-seq2seq); "
+                                    "default: the config's architectures."),
+        click.option("--seq", type=click.IntRange(min=1), help="hf: tokens per sequence (default 128)."),
+        click.option("--input-shape", help="Library model: one sample's input shape, e.g. 3x288x288."),
+    )):
+        fn = option(fn)
+    return fn
+
+
+def load_model_arg(model: str, task: str | None, seq: int | None, input_shape: str | None):
+    """The model the MODEL argument names, loaded once (a file imported, a library config read)."""
+    from ..counting import load_model
+    from ..counting.library_models import parse_input_shape
+
+    shape = parse_input_shape(input_shape) if input_shape else None
+    return load_model(model, task=task, seq=seq, input_shape=shape)
+
 
 def get_catalog(catalog_dirs: tuple[Path, ...]) -> Catalog:
     return load_catalog(catalog_dirs)

@@ -1,36 +1,41 @@
-"""``tops-advisor count MODEL.py``: operations and bytes per operator of a PyTorch model file."""
+"""``tops-advisor count MODEL``: operations and bytes per operator of a model file or a library model."""
 
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import click
 
-from .common import console, echo_json, json_option
+from .common import console, echo_json, json_option, load_model_arg, model_options
 
 
 @click.command("count")
-@click.argument("model", type=click.Path(path_type=Path))
-@click.option("--batch", type=int, default=1, show_default=True, help="Batch size passed to example_inputs().")
+@click.argument("model")
+@click.option("--batch", type=int, default=1, show_default=True, help="Batch size.")
 @click.option("--dtype", default="fp32", show_default=True,
               help="Precision: fp32, tf32, fp16, bf16 (run as such); fp8, int8, int4, fp4 (fp16 shapes, bytes "
                    "scaled).")
 @click.option("--per-op", is_flag=True, help="One row per operator type instead of per module.")
 @click.option("--depth", type=click.IntRange(min=1), default=2, show_default=True,
               help="Module path components per row (per-module table).")
-@click.option("--strict", is_flag=True, help="Fail when an operator has no counting formula.")
+@click.option("--strict", is_flag=True,
+              help="Fail when an operator has no counting formula or counting must assume a value.")
+@model_options
 @json_option
-def count(model: Path, batch: int, dtype: str, per_op: bool, depth: int, strict: bool, as_json: bool) -> None:
-    """Count operations (a multiply-add is 2) and minimal bytes per operator of MODEL, a .py file defining
-    build_model() and example_inputs(batch_size). Nothing is computed and no weight memory is allocated."""
+def count(model: str, batch: int, dtype: str, per_op: bool, depth: int, strict: bool, task, seq, input_shape,
+          as_json: bool) -> None:
+    """Count operations (a multiply-add is 2) and minimal bytes per operator of MODEL. Nothing is computed and
+    no weight memory is allocated.
+
+    MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
     from ..counting import UnsupportedOpWarning
     from ..counting import count as count_model
     from ..render.counting import ops_table, summary_lines, unsupported_warning
 
     with warnings.catch_warnings():  # the CLI prints its own one-line warning below
         warnings.simplefilter("ignore", UnsupportedOpWarning)
-        workload = count_model(model, batch=batch, dtype=dtype, strict=strict)
+        workload = count_model(load_model_arg(model, task, seq, input_shape), batch=batch, dtype=dtype,
+                               strict=strict)
     message = unsupported_warning(workload)
     if message:
         click.echo(message, err=True)

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ..units import PRECISIONS
-from .common import catalog_option, console, echo_json, get_catalog, json_option
+from .common import (
+    catalog_option,
+    console,
+    echo_json,
+    get_catalog,
+    json_option,
+    load_model_arg,
+    model_options,
+)
 
 
 @click.command()
-@click.argument("model", type=click.Path(path_type=Path), required=False)
+@click.argument("model", required=False)
 @click.option("--llm", "llm_config", help="Instead of MODEL: an LLM config.json or preset (llama3-8b, ...).")
 @click.option("--tokens-per-s", type=float, help="LLM: decode tokens/s per request to reach.")
 @click.option("--ttft", help="LLM: time to first token to stay under, with units (500ms).")
@@ -33,12 +39,15 @@ from .common import catalog_option, console, echo_json, get_catalog, json_option
 @click.option("--top", type=int, help="Show only the best N.")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even where a calibration exists.")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know.")
+@model_options
 @catalog_option
 @json_option
 def recommend(model, llm_config, tokens_per_s, ttft, prompt, generate, max_devices, latency, throughput, batch,
               dtype, segment, max_power, max_price, hardware_names, mode, rank_by, top, no_calibration, strict,
-              catalog_dirs, as_json):
-    """Rank the devices that run MODEL (a .py file), or an LLM (--llm), within the targets."""
+              task, seq, input_shape, catalog_dirs, as_json):
+    """Rank the devices that run MODEL, or an LLM (--llm), within the targets.
+
+    MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
     from ..api import ModelCosts, calibration_for
     from ..errors import InputError
     from ..recommend import AUTO_DTYPES, Constraints
@@ -60,7 +69,7 @@ def recommend(model, llm_config, tokens_per_s, ttft, prompt, generate, max_devic
     if model is None:
         raise InputError("give a MODEL file (build_model/example_inputs) or --llm CONFIG",
                          hint="e.g. tops-advisor recommend examples/resnet50.py --latency 10ms")
-    costs = ModelCosts(model, strict=strict)
+    costs = ModelCosts(load_model_arg(model, task, seq, input_shape), strict=strict)
     res = run_recommend(costs.at, list(catalog), c,
                         calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
     if costs.unsupported_ops:

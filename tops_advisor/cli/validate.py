@@ -8,11 +8,20 @@ from pathlib import Path
 import click
 
 from ..units import parse_batches, parse_precision
-from .common import catalog_option, console, echo_json, err_console, get_catalog, json_option
+from .common import (
+    catalog_option,
+    console,
+    echo_json,
+    err_console,
+    get_catalog,
+    json_option,
+    load_model_arg,
+    model_options,
+)
 
 
 @click.command()
-@click.argument("model", type=click.Path(path_type=Path))
+@click.argument("model")
 @click.option("--batch", "-b", "batch_text", default="1,8,32", show_default=True,
               help="Comma-separated batch sizes to measure.")
 @click.option("--dtype", default="fp16", show_default=True, help="fp16, bf16 or fp32.")
@@ -30,11 +39,14 @@ from .common import catalog_option, console, echo_json, err_console, get_catalog
               help="Catalog device to predict for (default: the local GPU, matched by name).")
 @click.option("--repeats", type=click.IntRange(1), default=30, show_default=True, help="Timed iterations.")
 @click.option("--warmup", type=click.IntRange(0), default=10, show_default=True, help="Untimed iterations first.")
+@model_options
 @catalog_option
 @json_option
 def validate(model, batch_text, dtype, mode, calibration_path, per_op, plot_path, device, hardware_name, repeats,
-             warmup, catalog_dirs, as_json):
-    """Measure MODEL (a .py file) on this machine's GPU and compare with the prediction for that GPU."""
+             warmup, task, seq, input_shape, catalog_dirs, as_json):
+    """Measure MODEL on this machine's GPU and compare with the prediction for that GPU.
+
+    MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
     from ..validate.run import MEASURABLE_DTYPES, run_validation
 
     batches = parse_batches(batch_text)
@@ -44,7 +56,7 @@ def validate(model, batch_text, dtype, mode, calibration_path, per_op, plot_path
 
         check_plot_path(plot_path)
     say = err_console()
-    report = run_validation(model, batches, dtype, get_catalog(catalog_dirs), mode=mode,
+    report = run_validation(load_model_arg(model, task, seq, input_shape), batches, dtype, get_catalog(catalog_dirs), mode=mode,
                             hardware_name=hardware_name, calibration_path=calibration_path, per_op=per_op,
                             plot_path=plot_path, device=device, repeats=repeats, warmup=warmup,
                             command="tops-advisor " + " ".join(sys.argv[1:]), progress=say.print)

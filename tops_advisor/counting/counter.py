@@ -26,6 +26,7 @@ import warnings
 import weakref
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -38,8 +39,11 @@ from ..errors import CountingError, ForwardFailed, InputError, ModelFileError, o
 from ..units import parse_precision
 from ..workload import OpRecord, Workload
 from .handles import ZERO_COST, Cost, OpCall, TensorInfo, lookup
+from .host_reads import HostReads
+from .library_models import LibraryModel
 from .lowering import PYTORCH_CUDA, CountedOp, OpFacts, TensorFacts, lower
-from .model_file import ModelFile, load_model_file
+from .model_file import ModelFile
+from .sources import ModelSource, load_model
 
 # Precisions a model can be counted in. fp64/fp32/tf32/fp16/bf16 run the model in that torch dtype (tf32:
 # fp32 storage, matrix operators labelled tf32). fp8/int8/int4/fp4 have no eager kernels for most operators:
@@ -128,8 +132,9 @@ def _qkv(args: tuple, kwargs: dict) -> tuple:
 class _State:
     """Everything one counting run accumulates."""
 
-    def __init__(self, dtype: str, param_tensors: Sequence[torch.Tensor]):
+    def __init__(self, dtype: str, param_tensors: Sequence[torch.Tensor], strict: bool = False):
         self.dtype = dtype
+        self.host = HostReads(strict, lambda: self.module)
         self.records: list[CountedOp] = []
         self.unsupported: Counter[str] = Counter()
         self.stack: list[str] = []
@@ -294,9 +299,12 @@ class _DispatchCounter(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        name = str(func.overloadpacket)
+        if self.state.host.handles(name):
+            return self.state.host.answer(name, func, args, kwargs)
         out = func(*args, **kwargs)
         if not self.state.suppress:
-            self.state.record(str(func.overloadpacket), args, kwargs, out)
+            self.state.record(name, args, kwargs, out)
         return out
 
 
@@ -346,28 +354,33 @@ def _fused_sdpa_possible(args: tuple, kwargs: dict) -> bool:
 
 
 # --- count_module, step by step ---------------------------------------------------------------------------
-def _prepare(module: torch.nn.Module, inputs, dtype: str) -> tuple[tuple, list[torch.Tensor], bool]:
-    """Put the module in eval mode at ``dtype`` (in place) and cast the inputs to match: (args, the module's
-    parameters and buffers, whether they are all on the meta device)."""
+def _cast_input(a, compute: torch.dtype, on_meta: bool):
+    if isinstance(a, torch.Tensor):
+        if a.is_floating_point():
+            a = a.to(compute)
+        if on_meta and not a.is_meta:
+            a = a.to("meta")
+    return a
+
+
+def _prepare(module: torch.nn.Module, inputs, dtype: str) -> tuple[tuple, dict, list[torch.Tensor], bool]:
+    """Put the module in eval mode at ``dtype`` (in place) and cast the inputs to match: (positional inputs,
+    keyword inputs (``inputs`` given as a dict), the module's parameters and buffers, whether they are all on
+    the meta device)."""
     compute = _TORCH_DTYPE[dtype]
     module.eval()
     module.to(compute)
     tensors = list(module.parameters()) + list(module.buffers())
     on_meta = all(t.is_meta for t in tensors)
-    args = []
-    for a in inputs if isinstance(inputs, (tuple, list)) else (inputs,):
-        if isinstance(a, torch.Tensor):
-            if a.is_floating_point():
-                a = a.to(compute)
-            if on_meta and not a.is_meta:
-                a = a.to("meta")
-        args.append(a)
-    return tuple(args), tensors, on_meta
+    if isinstance(inputs, dict):
+        return (), {k: _cast_input(v, compute, on_meta) for k, v in inputs.items()}, tensors, on_meta
+    items = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+    return tuple(_cast_input(a, compute, on_meta) for a in items), {}, tensors, on_meta
 
 
-def _leading_batch(args: tuple) -> int:
+def _leading_batch(args) -> int:
     """The first dimension of the first input with one (1 when none has)."""
-    first = next((a for a in args if isinstance(a, torch.Tensor) and a.dim() > 0), None)
+    first = next((a for a in _flat_tensors(args) if a.dim() > 0), None)
     return int(first.shape[0]) if first is not None else 1
 
 
@@ -384,7 +397,8 @@ def _path_hooks(module: torch.nn.Module, state: _State) -> list:
     return hooks
 
 
-def _run_forward(module: torch.nn.Module, args: tuple, state: _State, on_meta: bool, label: str) -> None:
+def _run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, state: _State, on_meta: bool,
+                 label: str) -> None:
     """One forward pass under the counting modes (fake tensors unless the model is on the meta device)."""
     hooks = _path_hooks(module, state)
     fake = None
@@ -398,7 +412,7 @@ def _run_forward(module: torch.nn.Module, args: tuple, state: _State, on_meta: b
                 fake.__enter__()
             try:
                 with _DispatchCounter(state), _FusedCounter(state):
-                    module(*args)
+                    module(*args, **kwargs)
             finally:
                 if fake is not None:
                     fake.__exit__(None, None, None)
@@ -429,7 +443,7 @@ def _report_unsupported(label: str, unsupported: dict[str, int], strict: bool) -
 def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, name: str | None = None,
                  batch: int | None = None, strict: bool = False, source: str = "",
                  lowering: str = PYTORCH_CUDA) -> Workload:
-    """Count one forward pass of ``module`` on ``inputs`` (a tensor or a tuple of tensors).
+    """Count one forward pass of ``module`` on ``inputs`` (a tensor, a tuple, or a dict of keyword inputs).
 
     ``dtype`` (fp32, tf32, fp16, bf16, fp8, int8; None: the module's own) casts the module's floating-point
     parameters and buffers *in place* (like ``module.half()``) and the floating-point inputs. Meta tensors
@@ -446,45 +460,46 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
         base = count_module(module, inputs, "fp16", name=name, batch=batch, strict=strict, source=source,
                             lowering=lowering)
         return retype(base, dtype)
-    args, tensors, on_meta = _prepare(module, inputs, dtype)
-    state = _State(dtype, tensors)
-    input_bytes = float(sum(a.numel() * state.itemsize(a) for a in _flat_tensors(args)))
+    args, kwargs, tensors, on_meta = _prepare(module, inputs, dtype)
+    state = _State(dtype, tensors, strict)
+    input_bytes = float(sum(a.numel() * state.itemsize(a) for a in _flat_tensors((args, kwargs))))
     state.live_bytes = state.peak_bytes = input_bytes
-    _run_forward(module, args, state, on_meta, label)
+    _run_forward(module, args, kwargs, state, on_meta, label)
     ops = lower(lowering, state.records)
 
     params = {id(p): p for p in module.parameters()}.values()
     unsupported = dict(sorted(state.unsupported.items()))
     _report_unsupported(label, unsupported, strict)
     return Workload(
-        name=name or type(module).__name__, batch=_leading_batch(args) if batch is None else batch,
+        name=name or type(module).__name__, batch=_leading_batch((args, kwargs)) if batch is None else batch,
         dtype=dtype, ops=ops, params=int(sum(p.numel() for p in params)),
         param_bytes=float(sum(p.numel() * state.itemsize(p) for p in params)), input_bytes=input_bytes,
         activation_peak_bytes=float(state.peak_bytes), unsupported_ops=unsupported, source=source,
-        lowering=lowering)
+        lowering=lowering, assumptions=tuple(state.host.assumptions))
 
 
-def count(model_path: str | Path | ModelFile, batch: int = 1, dtype: str = "fp32",
+def count(model: str | Path | ModelSource, batch: int = 1, dtype: str = "fp32",
           strict: bool = False) -> Workload:
-    """Load a model file (``build_model()``, ``example_inputs(batch_size)``) and count one forward pass.
+    """Count one forward pass of a model file (``build_model()``, ``example_inputs(batch_size)``) or a library
+    model (``timm:NAME``, ``torchvision:NAME``, ``hf:PATH_OR_ID``).
 
-    ``model_path`` is a path, or a file already loaded (``load_model_file``: imported once, counted at
+    ``model`` is a path or spec, or a model already loaded (``sources.load_model``: imported once, counted at
     several batches or also measured). The model is built on the meta device when its code allows (no
     weight memory, no initialisation time), else on the CPU and counted through fake tensors.
     """
-    loaded = model_path if isinstance(model_path, ModelFile) else None
-    label = str(loaded.path if loaded else model_path)
+    label = model.label if isinstance(model, (ModelFile, LibraryModel)) else str(model)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
         raise ModelFileError(f"{label}: batch must be a positive integer, got {batch!r}")
     try:
         dtype = parse_precision(dtype, COUNT_DTYPES)
     except InputError as exc:
         raise ModelFileError(f"{label}: {exc}", hint=exc.hint) from None
-    model_file = loaded or load_model_file(model_path)
-    module = model_file.build()
-    inputs = model_file.inputs(batch, meta=all(t.is_meta for t in module.parameters()))
+    source = load_model(model)
+    module = source.build()
+    inputs = source.inputs(batch, meta=all(t.is_meta for t in module.parameters()))
     try:
-        return count_module(module, inputs, dtype, name=Path(label).stem, batch=batch, strict=strict, source=label)
+        w = count_module(module, inputs, dtype, name=source.stem, batch=batch, strict=strict, source=label)
     except ForwardFailed as exc:
-        raise ModelFileError(f"{label}: the forward pass failed on example_inputs({batch}): {exc.detail}") \
-            from None
+        on = f"example_inputs({batch})" if isinstance(source, ModelFile) else f"its inputs at batch {batch}"
+        raise ModelFileError(f"{label}: the forward pass failed on {on}: {exc.detail}") from None
+    return replace(w, notes=w.notes + source.notes) if source.notes else w

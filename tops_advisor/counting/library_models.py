@@ -17,11 +17,20 @@ from pathlib import Path
 
 import torch
 
-from ..errors import ModelFileError, one_line
+from ..errors import InputError, ModelFileError, one_line
 
 PREFIXES = ("timm:", "torchvision:", "hf:")
 DEFAULT_SEQ = 128       # tokens per sequence for text models when --seq is not given
 _EXTRA = "pip install 'tops-advisor[models]' (timm, torchvision, transformers)"
+
+
+def parse_input_shape(text: str) -> tuple[int, ...]:
+    """'3x224x224' or '3,224,224' (one sample, no batch dimension) -> (3, 224, 224)."""
+    parts = [p.strip() for p in text.replace(",", "x").lower().split("x")]
+    if not parts or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise InputError(f"--input-shape {text!r} is not a shape", hint="positive sizes without the batch, e.g. "
+                         "3x224x224 for an image, 80x3000 for mel features")
+    return tuple(int(p) for p in parts)
 
 
 def is_library_spec(spec: str | Path) -> bool:
@@ -76,8 +85,9 @@ def timm_model(name: str, input_shape: tuple[int, ...] | None = None) -> Library
     """``timm.create_model(name, pretrained=False)``; input size from its pretrained config."""
     timm = _import("timm")
     if not timm.is_model(name):
-        hint = ", ".join(timm.list_models(f"*{name.split('_')[0]}*")[:8])
-        raise ModelFileError(f"timm has no model {name!r}", hint=f"similar: {hint}" if hint else
+        from ..suggest import did_you_mean
+
+        raise ModelFileError(f"timm has no model {name!r}", hint=did_you_mean(name, timm.list_models()) or
                              "list them with python -c 'import timm; print(timm.list_models())'")
     cfg = timm.get_pretrained_cfg(name)
     shape = tuple(input_shape or (cfg.input_size if cfg is not None else (3, 224, 224)))
@@ -111,8 +121,12 @@ def torchvision_model(name: str, input_shape: tuple[int, ...] | None = None) -> 
         images = torch.randn(batch, *shape)
         return (list(images.unbind(0)),) if detection else (images,)
 
-    build = lambda: tv.models.get_model(name, weights=None, weights_backbone=None) if detection \
-        else tv.models.get_model(name, weights=None)  # noqa: E731
+    import inspect
+
+    # No weights, ever: segmentation and detection builders also fetch a pretrained backbone unless told not to.
+    params = inspect.signature(tv.models.get_model_builder(name)).parameters
+    kwargs = {"weights": None} | ({"weights_backbone": None} if "weights_backbone" in params else {})
+    build = lambda: tv.models.get_model(name, **kwargs)  # noqa: E731
     return LibraryModel(f"torchvision:{name}", build, inputs,
                         (f"input {'x'.join(map(str, shape))} ({'given' if input_shape else 'weights transforms'})",))
 
@@ -128,7 +142,10 @@ HF_TASKS = {
 def hf_config(transformers, path_or_id: str):
     """The model's config, built by transformers' own config class (so per-model defaults hold): from a
     directory or a ``config.json`` offline, else from the hub (the config alone, never weights)."""
-    p = Path(path_or_id)
+    p = Path(path_or_id).expanduser()
+    if not p.exists() and (path_or_id.endswith(".json") or path_or_id.startswith((".", "/", "~"))):
+        raise ModelFileError(f"hf:{path_or_id}: no such file or directory",
+                             hint="give a config.json or a model directory, or a hub id (org/name) when online")
     try:
         if p.is_file():
             data = json.loads(p.read_text(encoding="utf-8"))

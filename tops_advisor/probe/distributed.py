@@ -99,7 +99,7 @@ def collective_sample(collective: str, nbytes: int, time_s: float, n: int) -> Co
                             busbw_gb_s=algbw * bus_factor(collective, n) / 1e9)
 
 
-def one_line(exc: BaseException) -> str:
+def nccl_one_line(exc: BaseException) -> str:
     """An exception as one line: NCCL's own 'NCCL error ...' line (and its 'Last error') when there is one."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     low = [ln.lower() for ln in lines]
@@ -181,7 +181,7 @@ def _worker(rank: int, world_size: int, device: str, mode: str, port: int, out_d
         _run_rank(rank, world_size, device, mode, timeout_s, out, step, verbose, _fault_for(fault, rank))
         step("done")
     except BaseException as exc:
-        _write(out / f"rank{rank}.error", {"t": time.time(), "message": one_line(exc)})
+        _write(out / f"rank{rank}.error", {"t": time.time(), "message": nccl_one_line(exc)})
         raise
 
 
@@ -197,7 +197,7 @@ def _run_rank(rank, n, device, mode, timeout_s, out: Path, step, verbose, fault:
         try:
             r.small_all_reduces_in_graph(result["small_all_reduce_graph"])
         except Exception as exc:  # noqa: BLE001 - optional: an NCCL too old for graph capture
-            result["notes"].append(f"all-reduce in a CUDA graph failed: {one_line(exc)}")
+            result["notes"].append(f"all-reduce in a CUDA graph failed: {nccl_one_line(exc)}")
     step("destroy_process_group")
     r.dist.destroy_process_group()
     if rank == 0:

@@ -90,6 +90,7 @@ def summary_lines(w: Workload) -> list[str]:
         lines.append("unsupported " + ", ".join(f"{k} x{v}" for k, v in w.unsupported_ops.items())
                      + " (counted as zero operations)")
     lines += [f"note        {n}" for n in w.notes]
+    lines += [f"assumed     {a} (--strict refuses)" for a in w.assumptions]
     return lines
 
 

@@ -17,12 +17,12 @@ from collections.abc import Callable
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
-from ..errors import ModelFileError, ProbeError
+from ..errors import ModelFileError, ProbeError, one_line
 from ..probe.kit import CpuBackend, CudaBackend, Timing, capture_graph, device_name, environment, is_oom
 
 __all__ = ["DTYPES", "MEASURED_MODES", "Measurement", "MeasurementSet", "capture_graph", "cast_inputs",
            "check_device", "device_name", "environment", "is_oom", "measure_batches", "measure_one",
-           "profile_ops", "time_fn"]
+           "forward_fn", "profile_ops", "time_fn"]
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 MEASURED_MODES = ("eager", "graph")
@@ -91,10 +91,26 @@ def check_device(device: str) -> None:
         raise ProbeError(f"unknown device {device!r}; expected cuda or cpu")
 
 
-def cast_inputs(inputs, dtype: str, device: str) -> tuple:
+def _cast(t, dtype: str, device: str):
+    if not isinstance(t, torch.Tensor):
+        return t
+    return t.to(device, dtype=DTYPES[dtype]) if t.is_floating_point() else t.to(device)
+
+
+def cast_inputs(inputs, dtype: str, device: str) -> tuple | dict:
+    """The inputs on ``device``, floating point ones at ``dtype``: a tuple, or a dict of keyword inputs."""
+    if isinstance(inputs, dict):
+        return {k: _cast(v, dtype, device) for k, v in inputs.items()}
     if isinstance(inputs, torch.Tensor):
         inputs = (inputs,)
-    return tuple(t.to(device, dtype=DTYPES[dtype]) if t.is_floating_point() else t.to(device) for t in inputs)
+    return tuple(_cast(t, dtype, device) for t in inputs)
+
+
+def forward_fn(model, inputs: tuple | dict) -> Callable[[], object]:
+    """One forward pass on positional or keyword inputs."""
+    if isinstance(inputs, dict):
+        return lambda: model(**inputs)
+    return lambda: model(*inputs)
 
 
 def _sync(device: str) -> None:
@@ -119,24 +135,24 @@ def measure_one(model_file, batch: int, dtype: str, *, repeats: int = 30, warmup
     """
     torch.manual_seed(0)
     model = model_file.build(meta=False).to(device, dtype=DTYPES[dtype]).eval()
-    inputs = cast_inputs(model_file.inputs(batch, meta=False), dtype, device)
+    forward = forward_fn(model, cast_inputs(model_file.inputs(batch, meta=False), dtype, device))
     found: dict = {}
     try:
         with torch.inference_mode():
             if "eager" in modes:
-                t = time_fn(lambda: model(*inputs), repeats, warmup, device)
+                t = time_fn(forward, repeats, warmup, device)
                 found.update(eager_s=t.median_s, eager_spread_s=(t.min_s, t.max_s))
             if "graph" in modes and device == "cuda":
-                graph = capture_graph(lambda: model(*inputs))
+                graph = capture_graph(forward)
                 t = time_fn(graph.replay, repeats, warmup, device)
                 found.update(graph_s=t.median_s, graph_spread_s=(t.min_s, t.max_s))
                 del graph
             if profile:
-                found["kernels_by_op"] = profile_ops(model, inputs, device)
+                found["kernels_by_op"] = profile_ops(forward, device)
     finally:
         if device == "cuda":
             torch.cuda.empty_cache()
-    return Measurement(model=model_name or str(model_file.path), batch=batch, dtype=dtype, device=device, **found)
+    return Measurement(model=model_name or model_file.label, batch=batch, dtype=dtype, device=device, **found)
 
 
 def _device_us(evt, self_only: bool = False) -> float:
@@ -156,7 +172,7 @@ def _is_outermost(evt) -> bool:
     return True
 
 
-def profile_ops(model, inputs, device: str = "cuda") -> dict[str, dict]:
+def profile_ops(forward: Callable[[], object], device: str = "cuda") -> dict[str, dict]:
     """Time per ATen operator from one eager forward under torch.profiler, in microseconds.
 
     ``device_us`` includes the operators it calls, ``self_device_us`` only its own kernels, and
@@ -168,7 +184,7 @@ def profile_ops(model, inputs, device: str = "cuda") -> dict[str, dict]:
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with torch.inference_mode(), profile(activities=activities) as prof:
-        model(*inputs)
+        forward()
         _sync(device)
     cpu = device != "cuda"
     result: dict[str, dict] = {}
@@ -190,9 +206,8 @@ def measure_batches(model_file, batches: list[int], dtype: str, *, repeats: int 
                     progress: Callable[[Measurement], None] | None = None) -> list[Measurement]:
     """Measure every batch. Out of memory at one batch is recorded and the others go on; any other failure
     raises ModelFileError (one line), or with ``keep_going`` is recorded too."""
-    from ..counting.counter import one_line
 
-    name = model_name or str(model_file.path)
+    name = model_name or model_file.label
     out = []
     for batch in batches:
         def failed(error: str, batch=batch) -> Measurement:
@@ -209,7 +224,7 @@ def measure_batches(model_file, batches: list[int], dtype: str, *, repeats: int 
             if is_oom(exc):
                 m = failed("out of memory")
             elif keep_going:
-                m = failed(f"{type(exc).__name__}: {one_line(exc)}")
+                m = failed(one_line(exc))
             else:
                 raise ModelFileError(f"{name} failed on {device} at batch {batch}: {one_line(exc)}") from None
         if device == "cuda" and m.error:

@@ -91,15 +91,16 @@ def measured_line(m, modes: tuple[str, ...]) -> str:
     return f"batch {m.batch}: " + ", ".join(f"{md} {format_seconds(m.latency_s(md))}" for md in modes)
 
 
-def run_validation(model: str | Path, batches: list[int], dtype: str, catalog, *, mode: str = "both",
+def run_validation(model, batches: list[int], dtype: str, catalog, *, mode: str = "both",
                    hardware_name: str | None = None, calibration_path: str | Path | None = None,
                    per_op: bool = False, plot_path: Path | None = None, device: str = "cuda", repeats: int = 30,
                    warmup: int = 10, command: str = "", progress: Callable[[str], None] | None = None
                    ) -> ValidationReport:
-    """Measure ``model`` at each batch on ``device``, predict each for the catalog device (datasheet defaults
+    """Measure ``model`` (a model file or library spec, or a ``counting.load_model`` result) at each batch on
+    ``device``, predict each for the catalog device (datasheet defaults
     and calibrated), line them up; see ``ValidationReport``. ``mode``: graph, eager or both."""
     from ..api import ModelCosts, calibration_for
-    from ..counting import load_model_file
+    from ..counting import load_model
     from ..roofline import device_perf
     from . import measure as M
 
@@ -111,22 +112,22 @@ def run_validation(model: str | Path, batches: list[int], dtype: str, catalog, *
         raise UnsupportedPrecisionError(f"{hw.id} has no {dtype} peak; it has {', '.join(hw.dense_tops)}")
     cal, source = calibration_for(hw, calibration_path)
     perf = (device_perf(hw), device_perf(hw, cal, source) if cal else None)  # (defaults, calibrated)
-    model_file = load_model_file(model)  # the one import of the user's file: measured and counted
+    model_file = load_model(model)  # the one import of the user's file: measured and counted
     costs = ModelCosts(model_file, base_dtype=dtype)
     modes = tuple(m for m in (("graph", "eager") if mode == "both" else (mode,)) if device == "cuda" or m != "graph")
-    say(f"measuring {model} on {M.device_name(device)} ({device}), {dtype}, batches "
+    say(f"measuring {model_file.label} on {M.device_name(device)} ({device}), {dtype}, batches "
         f"{', '.join(map(str, batches))}; predicting for {hw.id}")
     measured = M.measure_batches(model_file, batches, dtype, repeats=repeats, warmup=warmup, profile=per_op,
-                                 device=device, modes=modes, model_name=str(model),
+                                 device=device, modes=modes, model_name=model_file.label,
                                  progress=lambda m: say(measured_line(m, modes)))
     rows, kinds, family = _compare(measured, costs, hw, dtype, modes, perf, per_op)
     bands = {md: expected_error(family, md, perf[1] is not None) for md in modes} if family else {}
     if plot_path is not None and rows:
         from .plot import parity_plot
 
-        parity_plot([r.model_dump() for r in rows], plot_path, title=f"{Path(model).stem} on {hw.id}")
+        parity_plot([r.model_dump() for r in rows], plot_path, title=f"{model_file.stem} on {hw.id}")
     return ValidationReport(
-        model=str(model), hardware=hw.id, hardware_name=hw.name, device=device, dtype=dtype, modes=modes,
+        model=model_file.label, hardware=hw.id, hardware_name=hw.name, device=device, dtype=dtype, modes=modes,
         calibration_source=source if perf[1] else "", note=CPU_NOTE.format(hw=hw.id) if device == "cpu" else "",
         family=family, expected_error={md: b for md, b in bands.items() if b}, rows=tuple(rows),
         per_op=tuple(kinds), environment=M.environment(device, command=command), runs=tuple(measured),
