@@ -19,8 +19,9 @@ from tops_advisor.catalog import load_catalog
 from tops_advisor.errors import InputError, UnsupportedPrecisionError
 from tops_advisor.roofline import device_perf, predict
 from tops_advisor.roofline.defaults import DEFAULTS, Default, RooflineDefaults
+from tops_advisor.roofline.device import bandwidth_fraction
 from tops_advisor.roofline.efficiency import attention_efficiency, gemm_efficiency
-from tops_advisor.roofline.rates import head_dim_use
+from tops_advisor.roofline.rates import conv_factor, head_dim_use
 from tops_advisor.workload import OP_KINDS, GemmShape, OpRecord, Workload
 
 HW = make_hardware()  # 100 TOPS fp16, 50 tf32, 10 fp32; 1000 GB/s; 100 units
@@ -36,7 +37,7 @@ ROUND = replace(
     kernel_floor_s=Default(1e-6, "test"), eager_op_s=Default(10e-6, "test"),
     eager_functional_op_s=Default(5e-6, "test"), eager_extra_kernel_s=Default(2e-6, "test"),
     eager_no_kernel_op_s=Default(1e-6, "test"), conv_factor=Default(0.5, "test"),
-    conv_tf32_factor=Default(0.25, "test"), attention_factor=Default(0.5, "test"),
+    conv_tf32_factor=Default(0.25, "test"), conv_intensity_scaling=False, attention_factor=Default(0.5, "test"),
     kind_bandwidth_factor={**_KINDS, "matmul": 1.0}, kind_bandwidth_factor_by_width={"elementwise": (0.5, 1.0)},
     norm_bandwidth_factor={"batch_norm": (0.25, 0.125)}, strided_kind_bandwidth_factor={"elementwise": 0.1},
     strided_bandwidth_factor=0.2, depthwise_bandwidth_factor=0.25, depthwise_vector_factor=(0.2, 0.1),
@@ -345,3 +346,36 @@ def test_shipped_defaults_are_one_frozen_object():
     with pytest.raises(AttributeError):
         DEFAULTS.kernel_gap_s = Default(0.0, "x")  # type: ignore[misc]
     assert isinstance(DEFAULTS, RooflineDefaults)
+
+
+def test_conv_factor_follows_operations_per_byte_through_two_reference_points():
+    # references: 0.4 at 200 flop/B (16-bit), 0.6 at 100 flop/B (32-bit) -> c = (0.6 - 0.4) / (0.4 x 200 -
+    # 0.6 x 100) = 0.01 B/flop and A = 0.4 x (1 + 2) = 1.2; a card at 50 flop/B (50 TOPS fp16 over 1000 GB/s)
+    # gets 1.2 / 1.5 = 0.8, its 32-bit SIMT path (10 TOPS fp32: 10 flop/B) 1.2 / 1.1
+    d = replace(DEFAULTS, conv_factor=Default(0.4, "test"), conv_tf32_factor=Default(0.6, "test"),
+                conv_reference_intensity={"fp16": Default(200.0, "test"), "tf32": Default(100.0, "test")})
+    hw = make_hardware(dense_tops={"fp32": 10, "fp16": 50})
+    assert conv_factor(hw, "fp16", d) == pytest.approx(0.8)
+    assert conv_factor(hw, "fp32", d) == pytest.approx(1.2 / 1.1)
+    assert conv_factor(hw, "fp16", replace(d, conv_intensity_scaling=False)) == pytest.approx(0.4)
+
+
+def test_shipped_conv_factors_reproduce_the_h200_measurements():
+    cat = {hw.id: hw for hw in load_catalog()}
+    h200, v100 = cat["h200-sxm"], cat["v100-sxm2-32gb"]
+    assert conv_factor(h200, "fp16", DEFAULTS) == pytest.approx(DEFAULTS.conv_factor.value, rel=1e-12)
+    assert conv_factor(h200, "tf32", DEFAULTS) == pytest.approx(DEFAULTS.conv_tf32_factor.value, rel=1e-12)
+    # V100: 125 TFLOPS fp16 / 900 GB/s = 139 flop/B, FP32 SIMT 15.7 / 900 = 17 flop/B: both above the H200's
+    assert conv_factor(v100, "fp32", DEFAULTS) > conv_factor(v100, "fp16", DEFAULTS) > DEFAULTS.conv_factor.value
+
+
+def test_bandwidth_fraction_rules_match_architecture_and_memory_type():
+    rule = Default(0.9, "test")
+    d = replace(DEFAULTS, bandwidth_fraction_rules=(("Volta", "HBM2", Default(0.7, "test")), (None, "GDDR6X", rule)),
+                bandwidth_fraction={k: Default(0.5, "test") for k in ("HBM", "GDDR", "LPDDR")})
+    assert bandwidth_fraction(make_hardware(architecture="Volta", memory_type="HBM2"), d).value == 0.7
+    assert bandwidth_fraction(make_hardware(architecture="Ampere", memory_type="HBM2e"), d).value == 0.5
+    assert bandwidth_fraction(make_hardware(memory_type="GDDR6X"), d) is rule
+    assert bandwidth_fraction(make_hardware(memory_type="GDDR6"), d).value == 0.5
+    hw = make_hardware(architecture="Volta", memory_type="HBM2")
+    assert device_perf(hw, defaults=d).bandwidth_bytes_per_s == pytest.approx(0.7 * 1000e9)

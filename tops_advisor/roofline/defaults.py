@@ -37,7 +37,25 @@ class RooflineDefaults:
         NVIDIA=Default(0.80, "ml-engineering MAMF table: H100 SXM 80.3%, A100 PCIe 81.1% of dense BF16 peak"),
         AMD=Default(0.60, "ml-engineering MAMF table: MI300X 60.1% of dense BF16 peak (ROCm 6.2)"))
     matmul_fraction_other: Default = Default(0.70, "assumed: between the NVIDIA and AMD MAMF figures")
-    # Fraction of datasheet DRAM bandwidth that a large device-to-device copy reaches, by memory type.
+    # Per architecture, where the same MAMF table has that architecture (checked before the vendor's figure).
+    matmul_fraction_by_architecture: dict = _d(
+        Ampere=Default(0.84, "ml-engineering MAMF table: A100 SXM 86.9%, A100 PCIe 81.1% of dense BF16 peak "
+                             "(mean 84%)"))
+    # Fraction of datasheet DRAM bandwidth that a large copy reaches, by (architecture, memory type): the first
+    # rule whose architecture (None: any) and memory-type prefix match the card wins; else the family below.
+    # The memory controller sets it, so it is per generation, not per card.
+    bandwidth_fraction_rules: tuple = (
+        ("Volta", "HBM2", Default(0.83, "Jia et al. 2018, 'Dissecting the NVIDIA Volta GPU Architecture via "
+                                        "Microbenchmarking' (arXiv:1804.06826): V100 global memory 750 of 900 GB/s")),
+        ("Ampere", "HBM2", Default(0.89, "github.com/xytpai/nvbench README, global_memory_bandwidth: A100-40GB "
+                                         "1336-1380 GB/s of 1555 (HBM2; the 80GB HBM2e card shares the memory "
+                                         "controller)")),
+        (None, "GDDR6X", Default(0.91, "github.com/xytpai/nvbench README: RTX 4090 905-922 GB/s of 1008; "
+                                       "github.com/ashalliants/ninfer-3090 PR 72: RTX 3090 '854.2 GB/s "
+                                       "achievable' of 936")),
+    )
+    # Fraction of datasheet DRAM bandwidth that a large device-to-device copy reaches, by memory family (cards
+    # no rule above covers).
     bandwidth_fraction: dict = _d(
         HBM=Default(0.85, "typical large-copy efficiency of HBM2e/HBM3 parts (H100 SXM: ~2.8-3.0 of 3.35 TB/s "
                           "in nvbandwidth/STREAM-style copies); replaced by the probe's measured copy"),
@@ -93,6 +111,17 @@ class RooflineDefaults:
     # TF32 convolutions reach a larger share of their (lower) peak than fp16 NCHW ones, which pay for layout
     # conversions: H200 primitives, 3x3 convs at batch 32: TF32 23-46% of the TF32 peak, fp16 19-32%.
     conv_tf32_factor: Default = Default(0.55, "H200 primitives: TF32 3x3 convolutions 92-180 of 395 TFLOPS")
+    # The two factors above were measured on one card at two operations-per-byte ratios (datasheet peak over
+    # datasheet bandwidth): fp16 989.5 TFLOPS / 4.8 TB/s = 206 flop/B, TF32 494.5 / 4.8 = 103 flop/B. A
+    # convolution pays, beside its GEMM, work that scales with bytes (layout conversions, im2col loads, the
+    # filter transform), so its share of the GEMM rate is A / (1 + c x intensity); the two H200 points fix A
+    # (0.88) and c (0.0058 B/flop): ``conv_factor_at``. On the H200 it returns 0.40 and 0.55 exactly; a card
+    # with fewer operations per byte (V100 FP32 17 flop/B, A100 TF32 77) gets a larger share. 16-bit and
+    # 8-bit convolutions start from the fp16 point, TF32 and plain FP32 (SIMT) ones from the TF32 point.
+    conv_reference_intensity: dict = _d(
+        fp16=Default(989.5 / 4.8, "H200 SXM datasheet: 989.5 TFLOPS dense fp16 / 4.8 TB/s (flop per byte)"),
+        tf32=Default(494.5 / 4.8, "H200 SXM datasheet: 494.5 TFLOPS dense tf32 / 4.8 TB/s (flop per byte)"))
+    conv_intensity_scaling: bool = True
     attention_factor: Default = Default(0.70, "FlashAttention-2 forward reaches ~50-70% of dense peak (Dao "
                                               "2023, Fig. 4-5); H200 primitives: SDPA fp16 171-475 TFLOPS")
     # Fused attention: query blocks x heads run in waves (FlashAttention-2: 128-row blocks; PyTorch's fp32

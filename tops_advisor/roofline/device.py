@@ -41,6 +41,22 @@ class DevicePerf:
         return self.hardware.compute_units or int(self.defaults.compute_units_unknown.value)
 
 
+def matmul_fraction(hw: Hardware, d: RooflineDefaults):
+    """The MAMF default for this card: its architecture's, else its vendor's, else the generic one."""
+    by_arch = d.matmul_fraction_by_architecture.get(hw.architecture)
+    return by_arch or d.matmul_fraction.get(hw.vendor.upper(), d.matmul_fraction_other)
+
+
+def bandwidth_fraction(hw: Hardware, d: RooflineDefaults):
+    """The copy-bandwidth default for this card: the first (architecture, memory type) rule that matches,
+    else its memory family's."""
+    memory = hw.memory_type.upper()
+    for architecture, prefix, value in d.bandwidth_fraction_rules:
+        if (architecture is None or architecture == hw.architecture) and memory.startswith(prefix.upper()):
+            return value
+    return d.bandwidth_fraction[_memory_family(hw.memory_type)]
+
+
 def _memory_family(memory_type: str) -> str:
     t = memory_type.upper()
     if "HBM" in t:
@@ -64,8 +80,8 @@ class _Rates:
 
 
 def _datasheet_rates(hw: Hardware, d: RooflineDefaults) -> _Rates:
-    frac = d.matmul_fraction.get(hw.vendor.upper(), d.matmul_fraction_other)
-    bw = d.bandwidth_fraction[_memory_family(hw.memory_type)]
+    frac = matmul_fraction(hw, d)
+    bw = bandwidth_fraction(hw, d)
     return _Rates(
         matrix={p: t * 1e12 * frac.value for p, t in hw.dense_tops.items()},
         bandwidth=hw.memory_bandwidth_bytes_per_s * bw.value, floor_s=d.kernel_floor_s.value,
@@ -78,7 +94,7 @@ def _calibrated_rates(hw: Hardware, cal: Calibration, d: RooflineDefaults) -> _R
     r = _datasheet_rates(hw, d)
     r.notes = []
     ratios = [cal.measured_tops[p] / hw.dense_tops[p] for p in cal.measured_tops if p in hw.dense_tops]
-    frac = d.matmul_fraction.get(hw.vendor.upper(), d.matmul_fraction_other)
+    frac = matmul_fraction(hw, d)
     fill = statistics.median(ratios) if ratios else frac.value
     r.matrix = {p: t * 1e12 * fill for p, t in hw.dense_tops.items()}
     r.matrix.update({p: tops * 1e12 for p, tops in cal.measured_tops.items() if p in r.matrix})

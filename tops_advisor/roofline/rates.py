@@ -78,9 +78,27 @@ def gemm_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
     return _peak(perf, precision, "matmul") * _tile_efficiency(a, perf, "matmul", precision, aligned=False)
 
 
+def conv_factor(hw: Hardware, precision: str, d: RooflineDefaults) -> float:
+    """Share of the GEMM rate a convolution reaches on this card: A / (1 + c x intensity), A and c fixed by the
+    two H200 measurements (``RooflineDefaults.conv_reference_intensity``); intensity = datasheet peak of the
+    precision / datasheet bandwidth. 32-bit convolutions (TF32, SIMT FP32) start from the TF32 point."""
+    wide = precision in ("tf32", *SIMT_PRECISIONS)
+    f_ref = d.conv_tf32_factor.value if wide else d.conv_factor.value
+    peak = hw.dense_tops.get(precision)
+    if not d.conv_intensity_scaling or peak is None:
+        return f_ref
+    i16, i32 = d.conv_reference_intensity["fp16"].value, d.conv_reference_intensity["tf32"].value
+    f16, f32 = d.conv_factor.value, d.conv_tf32_factor.value
+    denominator = f16 * i16 - f32 * i32
+    c = (f32 - f16) / denominator if denominator > 0 else 0.0
+    if c <= 0:
+        return f_ref
+    intensity = peak * 1e12 / hw.memory_bandwidth_bytes_per_s
+    return f_ref * (1.0 + c * (i32 if wide else i16)) / (1.0 + c * intensity)
+
+
 def conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
-    d = perf.defaults
-    factor = d.conv_tf32_factor.value if precision == "tf32" else d.conv_factor.value
+    factor = conv_factor(perf.hardware, precision, perf.defaults)
     return _peak(perf, precision, "conv") * factor * _tile_efficiency(a, perf, "conv", precision, aligned=True)
 
 
