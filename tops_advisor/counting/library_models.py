@@ -52,7 +52,12 @@ class LibraryModel:
 
     @property
     def stem(self) -> str:
-        return self.spec.split(":", 1)[1].replace("/", "_")
+        """A short name: the model's name, a config file's directory or stem, a hub id's last part."""
+        name = self.spec.split(":", 1)[1].rstrip("/")
+        if not self.spec.startswith("hf:"):
+            return name
+        p = Path(name)
+        return p.parent.name if p.name == "config.json" and p.parent.name else p.stem if p.suffix else p.name
 
     def build(self, meta: bool = True) -> torch.nn.Module:
         try:

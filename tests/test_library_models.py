@@ -1,0 +1,158 @@
+"""Library models by name (timm:, torchvision:, hf:) on the CPU with tiny configs, and keyword-input model files.
+
+The transformers cases are the ones that failed before: transformers 5.x reads ``attention_mask.all()`` on the
+host, which meta tensors cannot answer (counting/host_reads.py). Totals are checked against hand formulas
+for the matrix work, and parameters against the library's own count.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tops_advisor.cli import cli
+from tops_advisor.counting import MASKS_ALL_ONES, count, load_model
+from tops_advisor.errors import CountingError, ModelFileError
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+H, LAYERS, HEADS, FFN, VOCAB = 64, 2, 4, 128, 1000
+
+
+def _config(tmp_path: Path, name: str, **fields) -> Path:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(fields))
+    return path
+
+
+def _matrix_flops(w, kinds=("matmul", "attention")) -> float:
+    return sum(op.flops for op in w.ops if op.kind in kinds)
+
+
+def _meta_params(spec: str) -> int:
+    model = load_model(spec).build(meta=True)
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.fixture
+def bert(tmp_path):
+    pytest.importorskip("transformers")
+    return _config(tmp_path, "bert", model_type="bert", hidden_size=H, num_hidden_layers=LAYERS,
+                   num_attention_heads=HEADS, intermediate_size=FFN, vocab_size=VOCAB, architectures=["BertModel"])
+
+
+@pytest.fixture
+def llama(tmp_path):
+    pytest.importorskip("transformers")
+    return _config(tmp_path, "llama", model_type="llama", hidden_size=H, num_hidden_layers=LAYERS,
+                   num_attention_heads=HEADS, num_key_value_heads=2, intermediate_size=FFN, vocab_size=VOCAB,
+                   architectures=["LlamaForCausalLM"])
+
+
+def test_bert_counts_with_its_attention_mask(bert):
+    batch, seq = 2, 32
+    w = count(load_model(f"hf:{bert}", seq=seq), batch=batch, dtype="fp16")
+    tokens = batch * seq
+    # per layer: q, k, v, o projections (4 h^2) and the MLP (2 h ffn) per token; QK^T and PV (2 s^2 h) per seq
+    layers = LAYERS * (2 * tokens * (4 * H * H + 2 * H * FFN) + batch * 2 * 2 * seq * seq * H)
+    pooler = 2 * batch * H * H
+    assert _matrix_flops(w) == pytest.approx(layers + pooler, rel=1e-9)
+    assert w.assumptions == (MASKS_ALL_ONES,)
+    assert w.params == _meta_params(f"hf:{bert}")
+    assert not w.unsupported_ops
+
+
+def test_llama_decoder_counts_causal_attention(llama):
+    batch, seq = 1, 16
+    w = count(load_model(f"hf:{llama}", seq=seq), batch=batch, dtype="bf16")
+    kv = H // HEADS * 2  # two key-value heads of head_dim 16
+    per_token = 2 * (2 * H * H + 2 * H * kv + 3 * H * FFN)
+    assert _matrix_flops(w, ("matmul",)) == pytest.approx(LAYERS * batch * seq * per_token + 2 * seq * H * VOCAB)
+    # causal attention counts the query-key pairs the mask keeps, s(s+1)/2, twice (QK^T and PV)
+    attention = LAYERS * batch * 2 * 2 * (seq * (seq + 1) // 2) * H
+    assert _matrix_flops(w, ("attention",)) == pytest.approx(attention)
+    assert w.params == _meta_params(f"hf:{llama}")
+    assert w.dtype == "bf16" and w.assumptions
+
+
+def test_strict_refuses_the_mask_assumption(bert):
+    with pytest.raises(CountingError, match="attention-mask check"):
+        count(f"hf:{bert}", batch=1, dtype="fp32", strict=True)
+
+
+def test_seq_and_task_change_the_model(bert):
+    short = count(load_model(f"hf:{bert}", seq=8), batch=1)
+    long = count(load_model(f"hf:{bert}", seq=16), batch=1)
+    assert long.flops > 2 * short.flops * 0.99
+    masked = count(load_model(f"hf:{bert}", seq=8, task="masked-lm"), batch=1)
+    assert masked.params > short.params  # the prediction head, tied to the embeddings plus its transform
+
+
+def test_timm_and_torchvision_by_name():
+    pytest.importorskip("timm")
+    timm_w = count("timm:resnet18", batch=2, dtype="fp16")
+    tv_w = count("torchvision:resnet18", batch=2, dtype="fp16")
+    assert timm_w.params == tv_w.params == 11_689_512
+    assert timm_w.flops == pytest.approx(tv_w.flops, rel=1e-6)
+    assert timm_w.flops / 2 == pytest.approx(3.64e9, rel=0.01)  # 1.82 GMACs per image
+    small = count(load_model("timm:resnet18", input_shape=(3, 112, 112)), batch=2)
+    stem = small.ops[0]  # the 7x7 stride-2 stem convolution: 56x56 outputs of 64 channels from 3x7x7 inputs
+    assert stem.kind == "conv" and stem.flops == 2 * 2 * 56 * 56 * 64 * 3 * 7 * 7
+    assert any("3x112x112 (given)" in n for n in small.notes)
+
+
+def test_torchvision_segmentation_builds_without_weights():
+    pytest.importorskip("torchvision")
+    w = count("torchvision:lraspp_mobilenet_v3_large", batch=1, dtype="fp16")
+    assert w.flops > 0 and any("weights transforms" in n for n in w.notes)
+
+
+def test_model_file_with_keyword_inputs(tmp_path):
+    path = tmp_path / "kw.py"
+    path.write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.a = nn.Linear(8, 4)\n\n"
+        "    def forward(self, x, scale=None):\n        return self.a(x) * scale\n\n"
+        "def build_model():\n    return M()\n\n"
+        "def example_inputs(batch_size):\n"
+        "    return {'x': torch.randn(batch_size, 8), 'scale': torch.ones(batch_size, 4)}\n")
+    w = count(path, batch=3)
+    assert _matrix_flops(w, ("matmul",)) == 2 * 3 * 8 * 4
+
+
+def test_bad_specs_get_one_line():
+    pytest.importorskip("timm")
+    with pytest.raises(ModelFileError, match="timm has no model 'resnet5'") as err:
+        load_model("timm:resnet5")
+    assert "resnet50" in err.value.hint
+    with pytest.raises(ModelFileError, match="no such file"):
+        load_model("hf:/nonexistent/config.json")
+    with pytest.raises(ModelFileError, match="no model name"):
+        load_model("timm:")
+    with pytest.raises(ModelFileError, match="apply to library models"):
+        load_model(EXAMPLES / "small_cnn.py", seq=8, task="base")
+
+
+def test_missing_library_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "timm", None)  # import timm now raises ImportError
+    with pytest.raises(ModelFileError) as err:
+        load_model("timm:resnet18")
+    assert "not installed" in str(err.value) and "tops-advisor[models]" in err.value.hint
+
+
+def test_cli_count_json_reports_the_assumption(bert):
+    result = CliRunner().invoke(cli, ["count", f"hf:{bert}", "--seq", "8", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["assumptions"] == [MASKS_ALL_ONES] and data["name"] == "bert"
+
+
+def test_cli_input_shape_errors_in_one_line():
+    result = CliRunner().invoke(cli, ["count", "timm:resnet18", "--input-shape", "3x2y"])
+    assert result.exit_code == 2 and "not a shape" in result.stderr
