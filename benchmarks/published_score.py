@@ -255,6 +255,48 @@ def summary(rows: list[Scored]) -> dict:
     return {"per_card": per_card, "overall": {k: stats(v) for k, v in groups.items()}, "per_source": by_source}
 
 
+# --- the per-card bands shipped with the tool ---------------------------------------------------------------
+BANDS_PATH = ROOT / "tops_advisor" / "data" / "accuracy_cards.json"
+BANDS_COMMAND = "python benchmarks/published_score.py --write-bands"
+
+
+def record_kind(workload: str) -> str:
+    """'llm' (an LLM preset), 'gemm' (one matmul) or 'model' (an example model file)."""
+    return "llm" if workload.startswith("llm:") else "gemm" if workload.startswith("gemm:") else "model"
+
+
+def _band(rows: list[Scored]) -> dict | None:
+    if not rows:
+        return None
+    errors = [abs(r.error) for r in rows]
+    return {"n": len(rows), "median_abs_error": round(statistics.median(errors), 4),
+            "worst_abs_error": round(max(errors), 4),
+            "median_error": round(statistics.median(r.error for r in rows), 4)}
+
+
+def _bands_by_kind(rows: list[Scored]) -> dict:
+    out = {"all": _band(rows)}
+    for kind in ("model", "llm", "gemm"):
+        band = _band([r for r in rows if record_kind(r.workload) == kind])
+        if band:
+            out[kind] = band
+    return out
+
+
+def bands_document(rows: list[Scored], catalog) -> dict:
+    """tops_advisor/data/accuracy_cards.json: |error| bands of datasheet predictions against the published
+    measurements, per card, per card class (architecture and segment) and over every card, each split by kind
+    of workload (model file, LLM, single GEMM). Read by tops_advisor/accuracy.py."""
+    cls = {hw.id: f"{hw.architecture} {hw.segment}" for hw in catalog}
+    cards = {c: _bands_by_kind([r for r in rows if r.card == c]) for c in sorted({r.card for r in rows})}
+    classes = {k: _bands_by_kind([r for r in rows if cls.get(r.card) == k])
+               for k in sorted({cls[r.card] for r in rows if r.card in cls})}
+    return {"source": "docs/published.md (benchmarks/published_score.py)", "command": BANDS_COMMAND,
+            "what": "datasheet predictions (no calibration) against published measurements; every run kind, "
+                    "modelled or not",
+            "cards": cards, "classes": classes, "all_cards": _bands_by_kind(rows)}
+
+
 # --- rendering --------------------------------------------------------------------------------------------
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:+.0f}%"
@@ -306,9 +348,15 @@ def main(argv: list[str] | None = None) -> int:
     fmt.add_argument("--markdown", action="store_true", help="print Markdown tables")
     fmt.add_argument("--json", action="store_true", help="print every scored record and the summary as JSON")
     ap.add_argument("--data", type=Path, default=DATA_DIR, help="folder of source files (default: %(default)s)")
+    ap.add_argument("--write-bands", nargs="?", const=BANDS_PATH, type=Path, metavar="PATH",
+                    help="also write the per-card error bands the CLI quotes (default: %(const)s)")
     args = ap.parse_args(argv)
     rows = score(load_sources(args.data))
     summ = summary(rows)
+    if args.write_bands:
+        from tops_advisor.api import load_catalog
+        args.write_bands.write_text(json.dumps(bands_document(rows, load_catalog()), indent=1) + "\n")
+        print(f"wrote {args.write_bands}", file=sys.stderr)
     if args.json:
         print(json.dumps({"records": [row_dump(r) for r in rows], "summary": summ}, indent=1))
         return 0

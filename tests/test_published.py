@@ -110,3 +110,50 @@ def test_scorer_runs_on_a_two_record_fixture(tmp_path, capsys):
     assert ps.main(["--data", str(tmp_path), "--markdown"]) == 0
     md = capsys.readouterr().out
     assert md.startswith("| card | n |") and "| h100-sxm | 1 |" in md
+
+
+def _row(card, workload, error):
+    return ps.Scored(source="s.json", card=card, workload=workload, batch=1, precision="fp16", run="eager",
+                     detail="", measured_s=1.0, predicted_s=1.0 + error, flag="")
+
+
+def test_bands_document_groups_by_card_class_and_kind():
+    rows = [_row("t4", "examples/resnet50.py", e) for e in (0.1, -0.2, 0.3, 0.4)]
+    rows.append(_row("rtx-4090", "llm:llama2-7b", 0.5))
+    doc = ps.bands_document(rows, load_catalog())
+    assert doc["command"] == ps.BANDS_COMMAND
+    t4 = doc["cards"]["t4"]
+    assert t4["model"] == t4["all"] and t4["all"]["n"] == 4
+    assert t4["all"]["median_abs_error"] == pytest.approx(0.25) and t4["all"]["worst_abs_error"] == 0.4
+    assert doc["classes"]["Turing datacenter"]["all"]["n"] == 4
+    assert doc["classes"]["Ada Lovelace workstation"]["llm"]["n"] == 1
+    assert doc["all_cards"]["all"]["n"] == 5
+
+
+def test_card_band_uses_the_card_then_its_class_then_every_card():
+    from tops_advisor.accuracy import card_band, expected_error, llm_expected_error
+
+    cat = {hw.id: hw for hw in load_catalog()}
+    band = {"n": 5, "median_abs_error": 0.2, "worst_abs_error": 0.5, "median_error": 0.1}
+    few = {**band, "n": 2, "median_abs_error": 0.9}
+    cards = {"cards": {"t4": {"all": band, "model": band}, "rtx-4090": {"all": few}},
+             "classes": {"Ampere workstation": {"all": {**band, "median_abs_error": 0.3}}},
+             "all_cards": {"all": {**band, "n": 40, "median_abs_error": 0.4}}}
+    assert card_band(cat["t4"], cards=cards)["basis"] == "t4"
+    assert card_band(cat["rtx-3090-ti"], cards=cards)["median_abs_error"] == 0.3   # its class
+    assert card_band(cat["rtx-4090"], cards=cards)["median_abs_error"] == 0.4      # 2 points: every card
+    assert "t4" in llm_expected_error(cat["t4"], False, cards)["text"]
+    h200 = {"hardware": "h200-sxm", "card_class": "H200",
+            "bands": [{"family": "cnn", "mode": "graph", "calibrated": c, "median_abs_error": 0.1,
+                       "worst_abs_error": 0.3, "n": 9} for c in (False, True)]}
+    # datasheet-only on another card: that card's band; calibrated, or on the summary's own card: the H200's
+    assert expected_error("cnn", "graph", False, h200, hardware=cat["t4"], cards=cards)["basis"] == "t4"
+    assert expected_error("cnn", "graph", True, h200, hardware=cat["t4"], cards=cards)["card"] == "H200"
+    assert expected_error("cnn", "graph", False, h200, hardware=cat["h200-sxm"], cards=cards)["card"] == "H200"
+
+
+def test_shipped_bands_name_their_command():
+    from tops_advisor.accuracy import CARDS_PATH
+
+    doc = json.loads(CARDS_PATH.read_text())
+    assert doc["command"] == ps.BANDS_COMMAND and doc["cards"] and doc["all_cards"]["all"]["n"] >= 100

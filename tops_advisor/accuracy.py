@@ -15,6 +15,9 @@ from pathlib import Path
 
 FAMILIES = ("cnn", "transformer")
 SUMMARY_PATH = Path(__file__).parent / "data" / "accuracy_h200.json"
+# Per-card bands from published measurements on other cards (docs/published.md); regenerate with
+# ``python benchmarks/published_score.py --write-bands``.
+CARDS_PATH = Path(__file__).parent / "data" / "accuracy_cards.json"
 
 
 def model_family(op_kinds) -> str:
@@ -36,10 +39,18 @@ def load_summary(path: str | None = None) -> dict | None:
         return None
 
 
-def expected_error(family: str, mode: str, calibrated: bool, summary: dict | None = None) -> dict | None:
+def expected_error(family: str, mode: str, calibrated: bool, summary: dict | None = None, hardware=None,
+                   cards: dict | None = None) -> dict | None:
     """The band for one (family, mode, calibrated): a dict with median_abs_error, worst_abs_error (fractions),
-    n, card, family, mode, calibrated and a one-line ``text``; None when the report has no such band."""
+    n, card, family, mode, calibrated and a one-line ``text``; None when the report has no such band.
+
+    ``hardware`` (a catalog Hardware): for a datasheet-only prediction on a card other than the one the H200
+    summary was measured on, the band from published measurements of that card (``card_band``) instead."""
     summary = summary if summary is not None else load_summary()
+    if hardware is not None and not calibrated and hardware.id != (summary or {}).get("hardware"):
+        band = card_band(hardware, "model", cards)
+        if band is not None:
+            return {**band, "family": family, "mode": mode, "calibrated": False}
     if not summary:
         return None
     for band in summary.get("bands", []):
@@ -86,3 +97,53 @@ def summarise_rows(rows: list[dict], card_class: str, source: str) -> dict:
                                   "median_abs_error": round(median(vals), 4),
                                   "worst_abs_error": round(max(vals), 4), "n": len(vals)})
     return {"card_class": card_class, "source": source, "bands": bands}
+
+
+def card_class(hardware) -> str:
+    """'Ampere workstation': the architecture and segment, the class a card without published points borrows
+    its band from."""
+    return f"{hardware.architecture} {hardware.segment}"
+
+
+def card_band(hardware, kind: str = "model", cards: dict | None = None) -> dict | None:
+    """The |error| band of datasheet predictions against published measurements (data/accuracy_cards.json)
+    for this card: its own points when it has at least ``MIN_CARD_POINTS`` of this kind (model files, LLMs)
+    or of any kind, else its class's (architecture and segment), else every card's. None when the file is
+    missing. The dict has median_abs_error, worst_abs_error, n, card, basis and a one-line ``text``."""
+    doc = cards if cards is not None else load_summary(str(CARDS_PATH))
+    if not doc:
+        return None
+    cls = card_class(hardware)
+    candidates = ((doc.get("cards", {}).get(hardware.id), hardware.id),
+                  (doc.get("classes", {}).get(cls), f"{cls} cards"), (doc.get("all_cards"), "all published cards"))
+    for bands, basis in candidates:
+        band = _pick(bands or {}, kind)
+        if band is not None:
+            out = {"median_abs_error": band["median_abs_error"], "worst_abs_error": band["worst_abs_error"],
+                   "n": band["n"], "card": hardware.id, "basis": basis}
+            out["text"] = (f"expected error from published measurements on {basis} (datasheet defaults, "
+                           f"{kind if band is bands.get(kind) else 'all workloads'}; n={band['n']}): "
+                           f"median {band['median_abs_error']:.0%}, worst {band['worst_abs_error']:.0%}")
+            return out
+    return None
+
+
+MIN_CARD_POINTS = 4  # fewer points than this say little about a card: its class's band is used instead
+
+
+def _pick(bands: dict, kind: str) -> dict | None:
+    for key in (kind, "all"):
+        band = bands.get(key)
+        if band and band["n"] >= MIN_CARD_POINTS:
+            return band
+    return None
+
+
+def llm_expected_error(hardware, calibrated: bool, cards: dict | None = None) -> dict | None:
+    """The band ``llm`` quotes: published LLM measurements of this card (else its class, else every card),
+    all of them predicted from the datasheet; a calibrated run says so, since no calibrated LLM run of another
+    card has been scored."""
+    band = card_band(hardware, "llm", cards)
+    if band is not None and calibrated:
+        band["text"] += " (a calibration replaces the device rates; this band is of datasheet predictions)"
+    return band

@@ -73,7 +73,7 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
     advice = advise(pred, hw, other)
     from ..accuracy import expected_error, model_family  # error band from docs/accuracy.md (validate)
 
-    band = expected_error(model_family(workload), mode, pred.calibrated)
+    band = expected_error(model_family(workload), mode, pred.calibrated, hardware=hw)
     if plot_path is not None:
         from ..render.plot import roofline_plot
 

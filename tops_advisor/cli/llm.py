@@ -39,6 +39,7 @@ def llm(config, hardware_name, phase, batch, context, prompt, generate, weight_d
         tp, layout, calibration_path, no_calibration, catalog_dirs, as_json):
     """Predict an LLM's prefill and decode on one device kind: CONFIG is a config.json or a preset
     (llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, mistral-7b, mixtral-8x7b, gpt3-175b)."""
+    from ..accuracy import llm_expected_error
     from ..api import calibration_for
     from ..llm import analyze_llm, load_config
     from ..llm.analysis import precision_for, roofline_predictor
@@ -53,8 +54,12 @@ def llm(config, hardware_name, phase, batch, context, prompt, generate, weight_d
     if as_json:
         d = result.model_dump()
         d["calibration"] = source or None
+        d["expected_error"] = llm_expected_error(hw, cal is not None)
         echo_json(d)
         return
     from ..render.llm import render_llm
 
     render_llm(result, hw, source, console())
+    band = llm_expected_error(hw, cal is not None)
+    if band:
+        console().print(f"  [dim]{band['text']}[/dim]")
