@@ -32,7 +32,7 @@ from .. import opcosts as O
 from ..errors import InputError, LLMConfigError
 from ..workload import GemmShape, OpRecord, Workload
 from .config import LLMConfig, attended_tokens
-from .memory import activation_bytes, weight_bytes
+from .memory import MLA_NOTE, activation_bytes, weight_bytes, window_caps
 from .parallel import RankShape, rank_shape
 from .precision import Precision, make_precision
 
@@ -99,8 +99,9 @@ class _Builder:
                  bytes_read=reads * elems * self.s + param_bytes, bytes_written=writes * elems * self.s,
                  param_bytes=param_bytes, kernels=kernels)
 
-    def norm(self, name: str, module: str, rows: int) -> None:
-        h, s = self.cfg.hidden_size, self.s
+    def norm(self, name: str, module: str, rows: float, width: int | None = None) -> None:
+        """A norm over ``width`` elements (the hidden size unless given) of each of ``rows`` rows."""
+        h, s = width or self.cfg.hidden_size, self.s
         e = rows * h
         if self.cfg.norm == "layernorm":
             self.add(name=f"{name}.layer_norm", kind="norm", module=module, flops=O.LAYER_NORM * e,
@@ -140,108 +141,181 @@ class _Builder:
                                  flops_per_elem=ops)
 
     def layer(self, i: int) -> None:
-        cfg, rs, t, s = self.cfg, self.rs, self.t, self.s
-        h, d = cfg.hidden_size, cfg.head_dim
+        cfg, t, h, s = self.cfg, self.t, self.cfg.hidden_size, self.s
         mod = f"layers.{i}"
-        q_n, kv_n = rs.heads * d, rs.kv_heads * d
-        fused = self.layout == "fused"
-
-        if not (fused and cfg.norm == "rmsnorm" and i > 0):
+        fused_norms = self.layout == "fused" and cfg.norm == "rmsnorm" and cfg.norms_per_layer == 2
+        if not (fused_norms and i > 0):
             self.norm("input_layernorm", f"{mod}.input_layernorm", t)
         else:  # fused residual add + norm: reads x and residual, writes both
-            self.add(name="fused_add_rms_norm", kind="norm", module=f"{mod}.input_layernorm",
-                     flops=O.FUSED_ADD_RMS_NORM * t * h, bytes_read=2 * t * h * s + h * s, bytes_written=2 * t * h * s,
-                     param_bytes=h * s)
-        if fused or cfg.fused_qkv:
-            self.linear("qkv_proj", f"{mod}.self_attn.qkv_proj", t, q_n + 2 * kv_n, h, bias=cfg.attention_bias)
+            self.fused_add_norm(f"{mod}.input_layernorm")
+        if cfg.is_mla:
+            self.mla_attention(mod, i)
         else:
-            self.linear("q_proj", f"{mod}.self_attn.q_proj", t, q_n, h, bias=cfg.attention_bias)
-            self.linear("k_proj", f"{mod}.self_attn.k_proj", t, kv_n, h, bias=cfg.attention_bias)
-            self.linear("v_proj", f"{mod}.self_attn.v_proj", t, kv_n, h, bias=cfg.attention_bias)
-        if cfg.position == "rotary":
-            eq, ek = t * q_n, t * kv_n
-            if fused:
-                self.add(name="rotary", kind="elementwise", module=f"{mod}.self_attn.rotary", flops=O.ROTARY_FUSED * (eq + ek),
-                         bytes_read=(eq + ek) * s, bytes_written=(eq + ek) * s)
-            else:
-                # HF apply_rotary_pos_emb on q then k: x*cos, neg(x2), cat(-x2, x1), rotated*sin, add
-                for tensor, el in (("q", eq), ("k", ek)):
-                    for sub, fl, rd, wr in (("mul_cos", el, el * s + t * d * s, el * s),
-                                            ("neg", el / 2, el / 2 * s, el / 2 * s),
-                                            ("cat", 0, el * s, el * s),
-                                            ("mul_sin", el, el * s + t * d * s, el * s),
-                                            ("add", el, 2 * el * s, el * s)):
-                        self.add(name=f"rotary.{tensor}.{sub}", kind="copy" if sub == "cat" else "elementwise",
-                                 module=f"{mod}.self_attn.rotary", flops=float(fl), bytes_read=rd,
-                                 bytes_written=wr)
-        kvb = self.p.kv_bytes
-        for part in (("kv",) if fused else ("k", "v")):
-            n_t = 2 if fused else 1
-            self.add(name=f"{part}_cache_write", kind="copy", module=f"{mod}.self_attn.kv_cache", flops=0.0,
-                     bytes_read=n_t * t * kv_n * s, bytes_written=n_t * t * kv_n * kvb)
-        self.attention(mod, q_n, kv_n)
-        self.linear("o_proj", f"{mod}.self_attn.o_proj", t, h, q_n, bias=cfg.attention_bias)
-        if not fused or cfg.norm != "rmsnorm":
+            self.self_attention(mod, i)
+        if cfg.norms_per_layer == 4:  # Gemma-2/3: norm the attention output, add, norm before the MLP
+            self.norm("post_attention_layernorm", f"{mod}.post_attention_layernorm", t)
+            self.elementwise("residual_add", f"{mod}.attn_residual", t * h, 2, 1, 1)
+            self.norm("pre_feedforward_layernorm", f"{mod}.pre_feedforward_layernorm", t)
+        elif not fused_norms:
             self.elementwise("residual_add", f"{mod}.attn_residual", t * h, 2, 1, 1)
             self.norm("post_attention_layernorm", f"{mod}.post_attention_layernorm", t)
         else:
-            self.add(name="fused_add_rms_norm", kind="norm", module=f"{mod}.post_attention_layernorm",
-                     flops=O.FUSED_ADD_RMS_NORM * t * h, bytes_read=2 * t * h * s + h * s, bytes_written=2 * t * h * s,
-                     param_bytes=h * s)
-        if cfg.is_moe:
+            self.fused_add_norm(f"{mod}.post_attention_layernorm")
+        if cfg.is_moe_layer(i):
             self.moe(mod)
+            if self.rs.shared_intermediate:
+                self.shared_experts(mod)
         else:
-            self.mlp(mod)
-        if not fused or cfg.norm != "rmsnorm":
+            self.mlp(mod, self.rs.intermediate)
+        if cfg.norms_per_layer == 4:
+            self.norm("post_feedforward_layernorm", f"{mod}.post_feedforward_layernorm", t)
+        if not fused_norms:
             self.elementwise("residual_add", f"{mod}.mlp_residual", t * h, 2, 1, 1)
 
-    def attention(self, mod: str, q_n: int, kv_n: int) -> None:
-        cfg, b, d = self.cfg, self.batch, self.cfg.head_dim
-        heads = self.rs.heads
+    def fused_add_norm(self, module: str) -> None:
+        t, h, s = self.t, self.cfg.hidden_size, self.s
+        self.add(name="fused_add_rms_norm", kind="norm", module=module, flops=O.FUSED_ADD_RMS_NORM * t * h,
+                 bytes_read=2 * t * h * s + h * s, bytes_written=2 * t * h * s, param_bytes=h * s)
+
+    def rotary(self, mod: str, tensors: tuple[tuple[str, float], ...], rot_dim: int) -> None:
+        """Rotary embedding on each (name, elements) tensor; ``rot_dim``: the rotated width of one head."""
+        t, s = self.t, self.s
+        if self.layout == "fused":
+            e = sum(el for _, el in tensors)
+            self.add(name="rotary", kind="elementwise", module=f"{mod}.self_attn.rotary", flops=O.ROTARY_FUSED * e,
+                     bytes_read=e * s, bytes_written=e * s)
+            return
+        # HF apply_rotary_pos_emb on q then k: x*cos, neg(x2), cat(-x2, x1), rotated*sin, add
+        for tensor, el in tensors:
+            for sub, fl, rd, wr in (("mul_cos", el, el * s + t * rot_dim * s, el * s),
+                                    ("neg", el / 2, el / 2 * s, el / 2 * s),
+                                    ("cat", 0, el * s, el * s),
+                                    ("mul_sin", el, el * s + t * rot_dim * s, el * s),
+                                    ("add", el, 2 * el * s, el * s)):
+                self.add(name=f"rotary.{tensor}.{sub}", kind="copy" if sub == "cat" else "elementwise",
+                         module=f"{mod}.self_attn.rotary", flops=float(fl), bytes_read=rd, bytes_written=wr)
+
+    def cache_write(self, mod: str, parts: tuple[str, ...], elems_per_part: float) -> None:
+        for part in parts:
+            self.add(name=f"{part}_cache_write", kind="copy", module=f"{mod}.self_attn.kv_cache", flops=0.0,
+                     bytes_read=elems_per_part * self.s, bytes_written=elems_per_part * self.p.kv_bytes)
+
+    def self_attention(self, mod: str, i: int) -> None:
+        cfg, rs, t = self.cfg, self.rs, self.t
+        h, d = cfg.hidden_size, cfg.head_dim
+        q_n, kv_n = rs.heads * d, rs.kv_heads * d
+        fused = self.layout == "fused"
+        if fused or cfg.fused_qkv:
+            self.linear("qkv_proj", f"{mod}.self_attn.qkv_proj", t, q_n + 2 * kv_n, h, bias=cfg.qkv_bias)
+        else:
+            self.linear("q_proj", f"{mod}.self_attn.q_proj", t, q_n, h, bias=cfg.qkv_bias)
+            self.linear("k_proj", f"{mod}.self_attn.k_proj", t, kv_n, h, bias=cfg.qkv_bias)
+            self.linear("v_proj", f"{mod}.self_attn.v_proj", t, kv_n, h, bias=cfg.qkv_bias)
+        if cfg.qk_norm:  # per-head RMSNorm on q and k (Qwen3, Gemma-3)
+            self.norm("q_norm", f"{mod}.self_attn.q_norm", t * rs.heads, d)
+            self.norm("k_norm", f"{mod}.self_attn.k_norm", t * rs.kv_heads, d)
+        if cfg.position == "rotary":
+            self.rotary(mod, (("q", t * q_n), ("k", t * kv_n)), d)
+        if fused:
+            self.cache_write(mod, ("kv",), 2 * t * kv_n)
+        else:
+            self.cache_write(mod, ("k", "v"), t * kv_n)
+        self.attention(mod, i, rs.kv_heads, d, d, 2 * kv_n)
+        self.linear("o_proj", f"{mod}.self_attn.o_proj", t, h, q_n, bias=cfg.o_bias)
+
+    def mla_attention(self, mod: str, i: int) -> None:
+        """Multi-head latent attention. The cache holds the latent and the rotary key (kv_lora_rank +
+        qk_rope_head_dim per token). A prefill expands the latent to every head's key and value (kv_b_proj)
+        and runs ordinary attention; a decode step attends in the absorbed form (DeepSeek-V2 paper, 2.1.3):
+        q_nope is multiplied into the latent space (W_UK), all heads attend over the one latent as a
+        single KV head, and the result leaves it through W_UV, as vLLM's and SGLang's MLA decode kernels do."""
+        cfg, rs, t, h = self.cfg, self.rs, self.t, self.cfg.hidden_size
+        heads, rope, lora = rs.heads, cfg.qk_rope_head_dim, cfg.kv_lora_rank
+        nope, qh, latent = cfg.head_dim - rope, cfg.head_dim, lora + rope
+        sa = f"{mod}.self_attn"
+        if cfg.q_lora_rank:
+            self.linear("q_a_proj", f"{sa}.q_a_proj", t, cfg.q_lora_rank, h, bias=cfg.qkv_bias)
+            self.norm("q_a_layernorm", f"{sa}.q_a_layernorm", t, cfg.q_lora_rank)
+            self.linear("q_b_proj", f"{sa}.q_b_proj", t, heads * qh, cfg.q_lora_rank)
+        else:
+            self.linear("q_proj", f"{sa}.q_proj", t, heads * qh, h)
+        self.linear("kv_a_proj_with_mqa", f"{sa}.kv_a_proj_with_mqa", t, latent, h, bias=cfg.qkv_bias)
+        self.norm("kv_a_layernorm", f"{sa}.kv_a_layernorm", t, lora)
+        self.rotary(mod, (("q", t * heads * rope), ("k", t * rope)), rope)
+        self.cache_write(mod, ("latent",), t * latent)
+        if self.phase == "prefill":
+            self.linear("kv_b_proj", f"{sa}.kv_b_proj", t, heads * (nope + cfg.v_head_dim), lora)
+            self.attention(mod, i, heads, qh, cfg.v_head_dim, heads * (qh + cfg.v_head_dim), fresh=True)
+        else:
+            self.linear("q_absorb", f"{sa}.kv_b_proj.w_uk", t, lora, nope, gemm_batch=heads)
+            self.attention(mod, i, 1, latent, lora, latent)
+            self.linear("v_absorb", f"{sa}.kv_b_proj.w_uv", t, cfg.v_head_dim, lora, gemm_batch=heads)
+        self.linear("o_proj", f"{sa}.o_proj", t, h, heads * cfg.v_head_dim, bias=cfg.o_bias)
+
+    def attention(self, mod: str, i: int, kv_heads: int, d_qk: int, d_v: int, kv_elems: int,
+                  fresh: bool = False) -> None:
+        """One fused attention kernel: ``rs.heads`` query heads of ``d_qk`` over ``kv_heads`` heads whose values
+        are ``d_v`` wide. ``kv_elems``: elements per token of the cache (decode) or, with ``fresh``, of the
+        prefill's keys and values (standard attention reads its fresh k and v in a prefill either way)."""
+        cfg, b, heads = self.cfg, self.batch, self.rs.heads
         s, kvb = self.s, self.p.kv_bytes
         if self.phase == "prefill":
             n = self.q_len
-            w = attended_tokens(cfg, n)
+            w = attended_tokens(cfg, n, i)
             pairs = w * (w + 1) / 2 + (n - w) * w  # causal (and windowed) query-key pairs per head
             kv_len = n
-            kv_read = 2 * self.t * kv_n * s  # the fresh k and v, not the cache
+            kv_read = self.t * kv_elems * s  # the fresh k and v, not the cache
         else:
-            kv_len = attended_tokens(cfg, self.context + 1)
+            kv_len = attended_tokens(cfg, self.context + 1, i)
             pairs = kv_len
-            kv_read = 2 * b * kv_len * kv_n * kvb
-        flops = 4.0 * d * pairs * b * heads  # QK^T and PV: 2 d operations each per pair
+            kv_read = b * kv_len * kv_elems * kvb
+        flops = 2.0 * (d_qk + d_v) * pairs * b * heads  # QK^T (2 d_qk) and PV (2 d_v) per pair
         if self.phase == "decode":
             # decode kernels pack the query heads sharing a KV head into the GEMM's rows (GQA packing)
-            group = heads // self.rs.kv_heads if heads >= self.rs.kv_heads else 1
-            gemm = GemmShape(group, kv_len, d, b * (heads // group))
+            group = heads // kv_heads if heads >= kv_heads else 1
+            gemm = GemmShape(group, kv_len, d_qk, b * (heads // group))
         else:
-            gemm = GemmShape(self.q_len, kv_len, d, b * heads)
+            gemm = GemmShape(self.q_len, kv_len, d_qk, b * heads)
         self.add(name="scaled_dot_product_attention", kind="attention", module=f"{mod}.self_attn.attn",
-                 flops=flops, bytes_read=self.t * q_n * s + kv_read, bytes_written=self.t * q_n * s, gemm=gemm)
+                 flops=flops, bytes_read=self.t * heads * d_qk * s + kv_read,
+                 bytes_written=self.t * heads * d_v * s, gemm=gemm)
 
-    def mlp(self, mod: str) -> None:
-        cfg, t, h, inter = self.cfg, self.t, self.cfg.hidden_size, self.rs.intermediate
+    def mlp(self, mod: str, inter: int, where: str = "mlp") -> None:
+        cfg, t, h = self.cfg, self.t, self.cfg.hidden_size
         fused = self.layout == "fused"
+        m = f"{mod}.{where}"
         if cfg.gated_mlp:
             if fused:
-                self.linear("gate_up_proj", f"{mod}.mlp.gate_up_proj", t, 2 * inter, h, bias=cfg.mlp_bias)
-                self.elementwise("act_and_mul", f"{mod}.mlp.act", t * inter, 2, 1, 1,
+                self.linear("gate_up_proj", f"{m}.gate_up_proj", t, 2 * inter, h, bias=cfg.mlp_bias)
+                self.elementwise("act_and_mul", f"{m}.act", t * inter, 2, 1, 1,
                                  flops_per_elem=O.activation(cfg.hidden_act) + O.MUL)
             else:
-                self.linear("gate_proj", f"{mod}.mlp.gate_proj", t, inter, h, bias=cfg.mlp_bias)
-                self.linear("up_proj", f"{mod}.mlp.up_proj", t, inter, h, bias=cfg.mlp_bias)
-                self.elementwise(f"{cfg.hidden_act}", f"{mod}.mlp.act_fn", t * inter, 1, 1, 1,
+                self.linear("gate_proj", f"{m}.gate_proj", t, inter, h, bias=cfg.mlp_bias)
+                self.linear("up_proj", f"{m}.up_proj", t, inter, h, bias=cfg.mlp_bias)
+                self.elementwise(f"{cfg.hidden_act}", f"{m}.act_fn", t * inter, 1, 1, 1,
                                  flops_per_elem=O.activation(cfg.hidden_act))
-                self.elementwise("mul", f"{mod}.mlp.mul", t * inter, 2, 1, 1)
-            self.linear("down_proj", f"{mod}.mlp.down_proj", t, h, inter, bias=cfg.mlp_bias)
+                self.elementwise("mul", f"{m}.mul", t * inter, 2, 1, 1)
+            self.linear("down_proj", f"{m}.down_proj", t, h, inter, bias=cfg.mlp_bias)
         else:
-            self.linear("fc_in", f"{mod}.mlp.c_fc", t, inter, h, bias=cfg.mlp_bias)
-            self.elementwise(cfg.hidden_act, f"{mod}.mlp.act", t * inter, 1, 1, 1,
+            self.linear("fc_in", f"{m}.c_fc", t, inter, h, bias=cfg.mlp_bias)
+            self.elementwise(cfg.hidden_act, f"{m}.act", t * inter, 1, 1, 1,
                              flops_per_elem=O.activation(cfg.hidden_act))
-            self.linear("fc_out", f"{mod}.mlp.c_proj", t, h, inter, bias=cfg.mlp_bias)
+            self.linear("fc_out", f"{m}.c_proj", t, h, inter, bias=cfg.mlp_bias)
+
+    def shared_experts(self, mod: str) -> None:
+        """The always-on shared experts (one MLP of their combined width), Qwen2-MoE's sigmoid gate on it,
+        and the add to the routed experts' output."""
+        t, h = self.t, self.cfg.hidden_size
+        self.mlp(mod, self.rs.shared_intermediate, where="moe.shared_experts")
+        if self.cfg.shared_expert_gate:
+            self.linear("shared_expert_gate", f"{mod}.moe.shared_expert_gate", t, 1, h, weight_bytes=self.s)
+            self.elementwise("sigmoid", f"{mod}.moe.shared_expert_gate", t, 1, 1, 1,
+                             flops_per_elem=O.activation("sigmoid"))
+            self.elementwise("mul", f"{mod}.moe.shared_expert_gate", t * h, 1, 1, 1)
+        self.elementwise("add_shared", f"{mod}.moe.shared_experts", t * h, 2, 1, 1)
 
     def moe(self, mod: str) -> None:
-        cfg, t, h, inter, s = self.cfg, self.t, self.cfg.hidden_size, self.rs.intermediate, self.s
+        cfg, t, h, inter, s = self.cfg, self.t, self.cfg.hidden_size, self.rs.moe_intermediate, self.s
         e, k = cfg.num_experts, cfg.experts_per_token
         fused = self.layout == "fused"
         rows = t * k                                   # (token, expert) pairs
@@ -324,8 +398,11 @@ def build_workload(cfg: LLMConfig, *, phase: str = "decode", batch: int = 1, con
                      f"{p.act} peak, not {p.weight}")
     if tp > 1:
         notes.append(f"rank 1 of {tp} (tensor parallel); all-reduces are not in these operators")
-    if cfg.sliding_window:
-        notes.append(f"sliding window of {cfg.sliding_window} tokens caps attention and the KV cache")
+    window = window_caps(cfg, context + (1 if phase == "decode" else 0))
+    if window:
+        notes.append(window)
+    if cfg.is_mla:
+        notes.append(MLA_NOTE)
     what = f"prefill of {context} tokens" if phase == "prefill" else f"decode step at context {context}"
     return Workload(
         name=f"{cfg.name} {what}, batch {batch}" + (f", tp {tp}" if tp > 1 else ""),

@@ -1,21 +1,29 @@
-"""A decoder-only language model's shape, read from a Hugging Face style ``config.json`` or a preset name.
+"""A decoder-only language model's shape, read from a Hugging Face ``config.json`` or a preset name.
 
-No ``transformers`` dependency and no download: the standard keys are read directly (Llama/Mistral/Mixtral
-names such as ``hidden_size`` and GPT-2 names such as ``n_embd``). The result is a frozen ``LLMConfig``;
-every bad input raises ``LLMConfigError`` with one line that names what is wrong.
+The file is read the way its authors define it (``families.py``): completed by its transformers config class
+when transformers is installed, else by a tested table of the same class defaults. Then the keys are read into
+a frozen ``LLMConfig``: sizes (Llama/Mistral names such as ``hidden_size`` and GPT-2 names such as ``n_embd``),
+mixtures of experts (routed experts of their own size, shared experts, dense-first layers), multi-head latent
+attention (DeepSeek-V2/V3), per-layer attention (sliding windows on all or on alternate layers), tied
+embeddings and biases. A key that may change cost but is not modelled becomes a warning carried with the
+config (``LLMConfig.warnings``); every bad input raises ``LLMConfigError`` with one line that names it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from .. import opcosts
 from ..errors import LLMConfigError
+from . import families as F
 
 # Model types whose MLP is gated (act(gate(x)) * up(x)); others are plain (act(fc(x))) unless hidden_act is silu.
-_GATED_MODEL_TYPES = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "gemma", "gemma2", "phi3",
-                      "olmo", "olmo2", "deepseek", "internlm2", "yi", "granite"}
+_GATED_MODEL_TYPES = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "gemma", "gemma2",
+                      "gemma3_text", "phi3", "olmo", "olmo2", "deepseek", "deepseek_v2", "deepseek_v3",
+                      "internlm2", "yi", "granite"}
 _GPT_MODEL_TYPES = {"gpt2", "gpt3", "gpt_neox", "gptj", "opt", "bloom", "falcon", "gpt_bigcode"}
 
 # Each field: the keys that may hold it, first found wins (Llama style, then GPT-2 style, then others).
@@ -27,12 +35,33 @@ _KEYS = {
     "intermediate_size": ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"),
     "vocab_size": ("vocab_size", "padded_vocab_size"),
     "max_position_embeddings": ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length"),
-    "hidden_act": ("hidden_act", "activation_function"),
+    "hidden_act": ("hidden_activation", "hidden_act", "activation_function"),
     "num_experts": ("num_local_experts", "num_experts", "n_routed_experts"),
     "experts_per_token": ("num_experts_per_tok", "moe_top_k", "top_k_experts"),
     "head_dim": ("head_dim",),
 }
 _REQUIRED = ("hidden_size", "num_layers", "num_heads", "vocab_size")
+# Every other key this parser reads; a key neither here, in _KEYS nor in families.IGNORABLE_KEYS warns.
+_READ_KEYS = frozenset({
+    "tie_word_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "sliding_window", "use_sliding_window",
+    "max_window_layers", "layer_types", "sliding_window_pattern", "_sliding_window_pattern",
+    "moe_intermediate_size", "n_shared_experts", "shared_expert_intermediate_size", "first_k_dense_replace",
+    "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers", "kv_lora_rank", "q_lora_rank",
+    "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "qk_head_dim", "is_encoder_decoder",
+}) | {k for keys in _KEYS.values() for k in keys}
+
+
+@dataclass(frozen=True)
+class RankShape:
+    """What one of ``tp`` tensor-parallel ranks holds (tp=1: the whole model)."""
+
+    tp: int
+    heads: int
+    kv_heads: int
+    intermediate: int          # dense MLP
+    moe_intermediate: int      # each routed expert
+    shared_intermediate: int   # the shared experts together
+    vocab: int
 
 
 class LLMConfig(BaseModel):
@@ -42,31 +71,70 @@ class LLMConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
+    model_type: str = ""
     hidden_size: int
     num_layers: int
     num_heads: int
     num_kv_heads: int
-    head_dim: int
-    intermediate_size: int           # per expert for a mixture of experts
+    head_dim: int                    # query/key head size (MLA: qk_nope_head_dim + qk_rope_head_dim)
+    intermediate_size: int           # the dense MLP's
     vocab_size: int
     hidden_act: str = "silu"
     gated_mlp: bool = True           # act(gate(x)) * up(x) (LLaMA) or act(fc(x)) (GPT)
     tie_word_embeddings: bool = False
     max_position_embeddings: int | None = None
-    num_experts: int = 1             # 1 = dense MLP
+    # mixture of experts
+    num_experts: int = 1             # routed experts; 1 = dense MLP
     experts_per_token: int = 1
+    moe_intermediate_size: int = 0   # each routed expert's; 0 = intermediate_size (Mixtral)
+    shared_intermediate_size: int = 0  # the always-on shared experts together (DeepSeek, Qwen2-MoE)
+    shared_expert_gate: bool = False   # Qwen2-MoE: sigmoid(x @ w) scales the shared expert (hidden x 1)
+    dense_layers: tuple[int, ...] = ()  # layers of a mixture of experts that run the dense MLP instead
+    # multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank 0 = ordinary attention
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0             # 0 = queries are not compressed
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"  # LLaMA's RMSNorm, or GPT's LayerNorm (with bias)
+    norms_per_layer: int = 2         # Gemma-2/3: 4 (post-attention and pre/post-feedforward)
+    qk_norm: bool = False            # RMSNorm over head_dim on q and k (Qwen3, Gemma-3)
     position: Literal["rotary", "learned"] = "rotary"  # rotary, or a learned table added to the input
-    attention_bias: bool = False     # biases on q/k/v/o
+    qkv_bias: bool = False           # biases on q/k/v (MLA: on q_a and kv_a)
+    o_bias: bool = False             # bias on the output projection
     mlp_bias: bool = False
     fused_qkv: bool = False          # the reference implementation runs one qkv linear (GPT-2's c_attn)
-    sliding_window: int | None = None  # attention span and rolling KV cache (Mistral 7B v0.1: 4096)
+    sliding_window: int | None = None  # attention span and rolling KV cache of the windowed layers
+    full_attention_layers: tuple[int, ...] = ()  # layers the window does not apply to (Gemma-2: odd ones)
+    warnings: tuple[str, ...] = ()   # keys that may change cost but are not modelled
     source: str = ""
 
-    # --- derived sizes -------------------------------------------------------------------------------
+    # --- structure ---------------------------------------------------------------------------------------
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 1
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def routed_intermediate(self) -> int:
+        return self.moe_intermediate_size or self.intermediate_size
+
+    def is_moe_layer(self, layer: int) -> bool:
+        return self.is_moe and layer not in self.dense_layers
+
+    @property
+    def moe_layer_count(self) -> int:
+        return sum(self.is_moe_layer(i) for i in range(self.num_layers)) if self.is_moe else 0
+
+    def window(self, layer: int) -> int | None:
+        """The sliding window of ``layer``, or None where it attends over everything."""
+        return None if not self.sliding_window or layer in self.full_attention_layers else self.sliding_window
+
+    @property
+    def windowed_layers(self) -> int:
+        return sum(self.window(i) is not None for i in range(self.num_layers))
 
     @property
     def q_size(self) -> int:
@@ -76,55 +144,112 @@ class LLMConfig(BaseModel):
     def kv_size(self) -> int:
         return self.num_kv_heads * self.head_dim
 
-    def attention_params(self) -> int:
-        h = self.hidden_size
-        n = h * self.q_size + 2 * h * self.kv_size + self.q_size * h
-        if self.attention_bias:
-            n += self.q_size + 2 * self.kv_size + h
-        return n
+    def full_shape(self) -> RankShape:
+        return RankShape(1, self.num_heads, self.num_kv_heads, self.intermediate_size, self.routed_intermediate,
+                         self.shared_intermediate_size, self.vocab_size)
 
+    # --- parameters (elements) ---------------------------------------------------------------------------
     def expert_params(self) -> int:
-        """One MLP (one expert for a mixture of experts)."""
-        h, i = self.hidden_size, self.intermediate_size
-        n = (3 if self.gated_mlp else 2) * h * i
-        if self.mlp_bias:
-            n += (2 if self.gated_mlp else 1) * i + h
-        return n
+        """One routed expert's MLP (the dense MLP for a dense model)."""
+        return sum(mlp_params(self, self.routed_intermediate if self.is_moe else self.intermediate_size))
 
     def norm_params(self) -> int:
         return self.hidden_size * (2 if self.norm == "layernorm" else 1)
-
-    def layer_params(self) -> int:
-        router = self.hidden_size * self.num_experts if self.is_moe else 0
-        return self.attention_params() + self.num_experts * self.expert_params() + router + 2 * self.norm_params()
-
-    def embedding_params(self) -> int:
-        n = self.vocab_size * self.hidden_size
-        if self.position == "learned" and self.max_position_embeddings:
-            n += self.max_position_embeddings * self.hidden_size
-        return n
-
-    def lm_head_params(self) -> int:
-        return 0 if self.tie_word_embeddings else self.vocab_size * self.hidden_size
 
     @computed_field
     @property
     def params(self) -> int:
         """Total parameters (elements), embeddings and output head included."""
-        return (self.num_layers * self.layer_params() + self.embedding_params() + self.lm_head_params()
-                + self.norm_params())
+        linear, other = param_counts(self, self.full_shape())
+        return round(linear + other)
 
     @computed_field
     @property
     def active_params(self) -> int:
-        """Parameters one token touches (a mixture of experts uses experts_per_token of its experts)."""
-        inactive = (self.num_experts - self.experts_per_token) * self.expert_params() if self.is_moe else 0
-        return self.params - self.num_layers * inactive
+        """Parameters one token touches (a mixture of experts uses experts_per_token of its routed experts)."""
+        idle = (self.num_experts - self.experts_per_token) * self.expert_params() if self.is_moe else 0
+        return self.params - self.moe_layer_count * idle
 
 
-def attended_tokens(cfg: LLMConfig, tokens: int) -> int:
-    """Tokens one query attends over (and the cache keeps): all of them, or the sliding window."""
-    return min(tokens, cfg.sliding_window) if cfg.sliding_window else tokens
+# --- parameters per rank: (linear weights, everything else) --------------------------------------------------
+def mlp_params(cfg: LLMConfig, inter: int) -> tuple[int, int]:
+    """One MLP of width ``inter``: (weights, biases)."""
+    h = cfg.hidden_size
+    weights = (3 if cfg.gated_mlp else 2) * h * inter
+    return weights, ((2 if cfg.gated_mlp else 1) * inter + h) if cfg.mlp_bias else 0
+
+
+def attention_params(cfg: LLMConfig, rs: RankShape) -> tuple[int, int]:
+    """One layer's attention on one rank: (linear weights, biases and norms)."""
+    h = cfg.hidden_size
+    if cfg.is_mla:
+        return _mla_params(cfg, rs)
+    q_n, kv_n = rs.heads * cfg.head_dim, rs.kv_heads * cfg.head_dim
+    other = (q_n + 2 * kv_n if cfg.qkv_bias else 0) + (h if cfg.o_bias else 0)
+    return 2 * h * q_n + 2 * h * kv_n, other + (2 * cfg.head_dim if cfg.qk_norm else 0)
+
+
+def _mla_params(cfg: LLMConfig, rs: RankShape) -> tuple[int, int]:
+    """DeepSeek's attention (transformers' DeepseekV2Attention): q_a (replicated) and q_b, or q_proj;
+    kv_a_proj_with_mqa (replicated) to the latent and the shared rotary key; kv_b to every head's
+    non-rotary key and value; o_proj. ``attention_bias`` biases q_a, kv_a and o only."""
+    h, qh, heads = cfg.hidden_size, cfg.head_dim, rs.heads
+    latent = cfg.kv_lora_rank + cfg.qk_rope_head_dim
+    nope = cfg.head_dim - cfg.qk_rope_head_dim
+    q_lin = h * cfg.q_lora_rank + cfg.q_lora_rank * heads * qh if cfg.q_lora_rank else h * heads * qh
+    linear = q_lin + h * latent + cfg.kv_lora_rank * heads * (nope + cfg.v_head_dim) + heads * cfg.v_head_dim * h
+    other = cfg.q_lora_rank + cfg.kv_lora_rank  # q_a_layernorm, kv_a_layernorm
+    if cfg.qkv_bias:
+        other += cfg.q_lora_rank + latent
+    return linear, other + (h if cfg.o_bias else 0)
+
+
+def layer_params(cfg: LLMConfig, rs: RankShape, layer: int) -> tuple[int, int]:
+    """Layer ``layer`` on one rank: (linear weights, everything else)."""
+    linear, other = attention_params(cfg, rs)
+    if cfg.is_moe_layer(layer):
+        w, b = mlp_params(cfg, rs.moe_intermediate)
+        linear, other = linear + cfg.num_experts * w, other + cfg.num_experts * b
+        other += cfg.hidden_size * cfg.num_experts  # router (replicated)
+        if rs.shared_intermediate:
+            w, b = mlp_params(cfg, rs.shared_intermediate)
+            linear, other = linear + w, other + b + (cfg.hidden_size if cfg.shared_expert_gate else 0)
+    else:
+        w, b = mlp_params(cfg, rs.intermediate)
+        linear, other = linear + w, other + b
+    return linear, other + cfg.norms_per_layer * cfg.norm_params()
+
+
+def param_counts(cfg: LLMConfig, rs: RankShape) -> tuple[int, int]:
+    """The parameters one rank holds: (the transformer blocks' linear weights, everything else: biases,
+    norms, routers, embeddings and the output head). The first is what weight quantization shrinks."""
+    linear = other = 0
+    for i in range(cfg.num_layers):
+        lin, oth = layer_params(cfg, rs, i)
+        linear, other = linear + lin, other + oth
+    h = cfg.hidden_size
+    other += rs.vocab * h + cfg.norm_params()  # embedding and final norm
+    if cfg.position == "learned" and cfg.max_position_embeddings:
+        other += cfg.max_position_embeddings * h
+    if not cfg.tie_word_embeddings:
+        other += rs.vocab * h
+    return linear, other
+
+
+# --- the KV cache -----------------------------------------------------------------------------------------
+def kv_elems_per_token_layer(cfg: LLMConfig, kv_heads: int) -> int:
+    """Elements one token adds to one layer's cache on a rank holding ``kv_heads`` KV heads. MLA caches its
+    compressed latent and the shared rotary key (kv_lora_rank + qk_rope_head_dim), as vLLM and SGLang serve
+    DeepSeek and as the DeepSeek-V2 paper (section 2.1.2) counts it; every rank keeps the whole latent."""
+    if cfg.is_mla:
+        return cfg.kv_lora_rank + cfg.qk_rope_head_dim
+    return 2 * kv_heads * cfg.head_dim
+
+
+def attended_tokens(cfg: LLMConfig, tokens: int, layer: int) -> int:
+    """Tokens one query of ``layer`` attends over (and its cache keeps): all of them, or the window."""
+    w = cfg.window(layer)
+    return min(tokens, w) if w else tokens
 
 
 # --- parsing ---------------------------------------------------------------------------------------------
@@ -143,6 +268,10 @@ def _int(where: str, key: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
+def _opt_int(d: dict, where: str, key: str, default: int = 0, minimum: int = 0) -> int:
+    return default if d.get(key) is None else _int(where, key, d[key], minimum)
+
+
 def _is_gpt_style(raw: dict) -> bool:
     return "n_embd" in raw or str(raw.get("model_type", "")).lower() in _GPT_MODEL_TYPES
 
@@ -156,6 +285,9 @@ def _check_required(raw: dict, where: str, gpt_style: bool) -> None:
                              f"{', '.join(missing)}",
                              hint="a Hugging Face config.json names them hidden_size, num_hidden_layers, "
                                   "num_attention_heads, intermediate_size, vocab_size")
+    for field in _REQUIRED:  # validated before any config class sees them
+        key, value = _first(raw, field)
+        _int(where, key, value)
 
 
 def _optional_int(raw: dict, where: str, field: str, default):
@@ -163,32 +295,42 @@ def _optional_int(raw: dict, where: str, field: str, default):
     return default if key is None else _int(where, key, value)
 
 
-def _sizes(raw: dict, where: str) -> dict:
+def _sizes(d: dict, where: str) -> dict:
     """The integer sizes: hidden, layers, heads, KV heads, head_dim, intermediate, vocabulary, positions."""
     vals: dict[str, int | None] = {}
     for field in ("hidden_size", "num_layers", "num_heads", "vocab_size"):
-        key, value = _first(raw, field)
+        key, value = _first(d, field)
         vals[field] = _int(where, key, value)
     h, heads = vals["hidden_size"], vals["num_heads"]
-    kv_heads = _optional_int(raw, where, "num_kv_heads", heads)
+    kv_heads = _optional_int(d, where, "num_kv_heads", heads)
     if kv_heads > heads or heads % kv_heads:
         raise LLMConfigError(f"{where}: num_attention_heads {heads} is not a multiple of "
                              f"num_key_value_heads {kv_heads}")
-    if _first(raw, "head_dim")[0] is None and h % heads:
+    if _first(d, "head_dim")[0] is None and h % heads and not d.get("kv_lora_rank"):
         raise LLMConfigError(f"{where}: hidden size {h} is not divisible by {heads} attention heads "
                              f"({h} / {heads} = {h / heads:.3g})",
                              hint="hidden_size must be num_attention_heads x head_dim")
     vals["num_kv_heads"] = kv_heads
-    vals["head_dim"] = _optional_int(raw, where, "head_dim", h // heads)
-    vals["intermediate_size"] = _optional_int(raw, where, "intermediate_size", 4 * h)
-    vals["max_position_embeddings"] = _optional_int(raw, where, "max_position_embeddings", None)
+    vals["head_dim"] = _optional_int(d, where, "head_dim", h // heads)
+    vals["intermediate_size"] = _optional_int(d, where, "intermediate_size", 4 * h)
+    vals["max_position_embeddings"] = _optional_int(d, where, "max_position_embeddings", None)
     return vals
 
 
-def _mlp(raw: dict, gpt_style: bool) -> dict:
+def _mla(d: dict, where: str) -> dict:
+    """Multi-head latent attention sizes; head_dim becomes the query/key head (nope + rope)."""
+    if not d.get("kv_lora_rank"):
+        return {}
+    rope = _opt_int(d, where, "qk_rope_head_dim", minimum=1)
+    nope = _opt_int(d, where, "qk_nope_head_dim", minimum=1)
+    return {"kv_lora_rank": _int(where, "kv_lora_rank", d["kv_lora_rank"]),
+            "q_lora_rank": _opt_int(d, where, "q_lora_rank"), "qk_rope_head_dim": rope,
+            "v_head_dim": _opt_int(d, where, "v_head_dim", minimum=1), "head_dim": nope + rope}
+
+
+def _mlp(d: dict, gpt_style: bool, model_type: str) -> dict:
     """The activation and whether the MLP is gated (by model type, else GPT style, else by activation)."""
-    model_type = str(raw.get("model_type", "gpt2" if gpt_style else "")).lower()
-    act = str(_first(raw, "hidden_act")[1] or ("gelu" if gpt_style else "silu")).lower()
+    act = str(_first(d, "hidden_act")[1] or ("gelu" if gpt_style else "silu")).lower()
     if model_type in _GATED_MODEL_TYPES:
         gated = True
     elif gpt_style:
@@ -198,32 +340,98 @@ def _mlp(raw: dict, gpt_style: bool) -> dict:
     return {"hidden_act": act, "gated_mlp": gated}
 
 
-def _experts(raw: dict, where: str) -> dict:
-    experts = _optional_int(raw, where, "num_experts", 1)
-    per_tok = _optional_int(raw, where, "experts_per_token", 2 if experts > 1 else 1)
-    if experts > 1 and per_tok > experts:
+def _experts(d: dict, where: str, model_type: str, layers: int) -> dict:
+    """Routed experts (their number, size and top-k), the shared experts, and which layers stay dense."""
+    experts = _optional_int(d, where, "num_experts", 1)
+    if experts <= 1:
+        return {"num_experts": 1, "experts_per_token": 1}
+    per_tok = _optional_int(d, where, "experts_per_token", 2)
+    if per_tok > experts:
         raise LLMConfigError(f"{where}: num_experts_per_tok {per_tok} exceeds the {experts} experts")
-    return {"num_experts": experts, "experts_per_token": per_tok if experts > 1 else 1}
+    moe_inter = _opt_int(d, where, "moe_intermediate_size")
+    if d.get("shared_expert_intermediate_size"):  # Qwen2-MoE: one gated shared expert of its own size
+        shared = _int(where, "shared_expert_intermediate_size", d["shared_expert_intermediate_size"])
+    else:  # DeepSeek: n_shared_experts experts of moe_intermediate_size, run as one MLP
+        shared = _opt_int(d, where, "n_shared_experts") * moe_inter
+    dense = F.dense_layers(d, model_type, layers)
+    if len(dense) == layers:
+        raise LLMConfigError(f"{where}: no layer runs the experts (first_k_dense_replace / mlp_only_layers "
+                             f"cover all {layers} layers)")
+    return {"num_experts": experts, "experts_per_token": per_tok, "moe_intermediate_size": moe_inter,
+            "shared_intermediate_size": shared, "dense_layers": dense,
+            "shared_expert_gate": model_type == "qwen2_moe" and shared > 0}
 
 
-def _options(raw: dict, where: str, gpt_style: bool) -> dict:
-    """Sliding window, tied embeddings, biases, and the GPT-style layout (LayerNorm, learned positions)."""
-    window = None if raw.get("use_sliding_window") is False else raw.get("sliding_window")
-    tie = raw.get("tie_word_embeddings", gpt_style)
+def _attention_options(d: dict, where: str, model_type: str, layers: int, gpt_style: bool) -> dict:
+    """Biases, per-head q/k norms and the sliding window with the layers it spares."""
+    window = None if d.get("use_sliding_window") is False else d.get("sliding_window")
+    window = _int(where, "sliding_window", window) if window else None
+    full = F.full_attention_layers(d, model_type, layers) if window else None
+    if full is None or len(full) == layers:
+        window, full = None, ()
+    bias = bool(d.get("attention_bias", gpt_style))
+    qkv_bias = bool(d.get("qkv_bias", bias)) or model_type in F.QKV_BIAS_ALWAYS
+    return {"sliding_window": window, "full_attention_layers": full, "qkv_bias": qkv_bias,
+            "o_bias": bias and "qkv_bias" not in d, "qk_norm": model_type in F.QK_NORM_FAMILIES,
+            "norms_per_layer": 4 if model_type in F.FOUR_NORM_FAMILIES else 2}
+
+
+def _options(d: dict, where: str, gpt_style: bool) -> dict:
+    """Tied embeddings, the MLP bias, and the GPT-style layout (LayerNorm, learned positions, fused qkv)."""
+    tie = d.get("tie_word_embeddings", gpt_style)
     if not isinstance(tie, bool):
         raise LLMConfigError(f"{where}: tie_word_embeddings must be true or false, got {tie!r}")
-    return {"sliding_window": None if window is None else _int(where, "sliding_window", window),
-            "tie_word_embeddings": tie, "attention_bias": bool(raw.get("attention_bias", gpt_style)),
-            "mlp_bias": bool(raw.get("mlp_bias", gpt_style)), "norm": "layernorm" if gpt_style else "rmsnorm",
-            "position": "learned" if gpt_style else "rotary", "fused_qkv": gpt_style}
+    return {"tie_word_embeddings": tie, "mlp_bias": bool(d.get("mlp_bias", gpt_style)),
+            "norm": "layernorm" if gpt_style else "rmsnorm", "position": "learned" if gpt_style else "rotary",
+            "fused_qkv": gpt_style}
 
 
-def config_from_dict(raw: dict, name: str = "model", source: str = "") -> LLMConfig:
-    """Validate a Hugging Face style config dict into an LLMConfig (one LLMConfigError line per problem)."""
+def _neutral(value) -> bool:
+    return value is None or value is False or value == 0 or value == {} or value == []
+
+
+def config_warnings(raw: dict, model_type: str, act: str) -> tuple[str, ...]:
+    """One line per key of the user's file that may change cost but is not modelled, for a family whose
+    layout is not checked against transformers, and for an activation without a formula."""
+    out = []
+    if act not in opcosts.ACTIVATIONS:
+        out.append(f"activation {act!r} has no formula: costed as one operation per element")
+    if model_type and model_type not in F.CHECKED_FAMILIES:
+        out.append(f"model_type {model_type!r} is read as a LLaMA-style decoder; its layout is not checked "
+                   f"against transformers (checked: {', '.join(F.CHECKED_FAMILIES)})")
+    elif not model_type and "n_embd" not in raw:
+        out.append("no model_type: read as a LLaMA-style decoder")
+    for key, value in raw.items():
+        if key in F.COST_KEYS:
+            if not _neutral(value):
+                out.append(f"{key}: " + F.COST_KEYS[key].format(value=_short(value)))
+        elif key not in _READ_KEYS and key not in F.IGNORABLE_KEYS:
+            out.append(f"{key} = {_short(value)} is not modelled and may change the cost")
+    return tuple(out)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def config_from_dict(raw: dict, name: str = "model", source: str = "",
+                     use_transformers: bool | None = None) -> LLMConfig:
+    """Validate a Hugging Face style config dict into an LLMConfig (one LLMConfigError line per problem).
+    ``use_transformers``: complete it with transformers' config class (None: when installed)."""
     where = source or name
     if not isinstance(raw, dict):
         raise LLMConfigError(f"{where}: a config must be a JSON object, got {type(raw).__name__}")
+    model_type = str(raw.get("model_type") or "").lower()
+    F.decoder_check(raw, where, model_type)
     gpt_style = _is_gpt_style(raw)
     _check_required(raw, where, gpt_style)
-    return LLMConfig(name=str(raw.get("_name_or_path") or name), **_sizes(raw, where), **_mlp(raw, gpt_style),
-                     **_experts(raw, where), **_options(raw, where, gpt_style), source=source or name)
+    d = F.complete(raw, model_type, where, use_transformers)
+    sizes = _sizes(d, where)
+    layers = sizes["num_layers"]
+    sizes.update(_mla(d, where))
+    mlp = _mlp(d, gpt_style, model_type)
+    return LLMConfig(name=str(raw.get("_name_or_path") or name), model_type=model_type, **sizes, **mlp,
+                     **_experts(d, where, model_type, layers),
+                     **_attention_options(d, where, model_type, layers, gpt_style), **_options(d, where, gpt_style),
+                     warnings=config_warnings(raw, model_type, mlp["hidden_act"]), source=source or name)

@@ -4,8 +4,10 @@
   holds its share (``parallel.py``: heads, KV heads, intermediate and vocabulary split; norms and the MoE
   router replicated).
 * KV cache: 2 (K and V) x layers x KV heads x head_dim x KV bytes per token, for every token the sequences
-  will hold (a sliding window caps it: Mistral's rolling buffer). Llama-2-7B in bf16: 2 x 32 x 32 x 128 x 2
-  = 524,288 bytes per token.
+  will hold; a layer with a sliding window keeps only the window (Mistral's rolling buffer on every layer,
+  Gemma-2's on alternate layers). Llama-2-7B in bf16: 2 x 32 x 32 x 128 x 2 = 524,288 bytes per token.
+  Multi-head latent attention (DeepSeek-V2/V3) caches its compressed latent and shared rotary key,
+  (kv_lora_rank + qk_rope_head_dim) per layer: DeepSeek-V2-Lite 27 x 576 x 2 = 31,104 bytes per token.
 * Activations: an estimate of the largest set alive at once in one forward pass: the residual stream and its
   normed copy, plus the larger of the attention block's tensors (q, k, v, rotary temporaries, output) and the
   MLP's (gate, up, activation), plus fp32 logits of the last tokens.
@@ -22,52 +24,63 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from ..catalog import Hardware
 from ..roofline.defaults import RUNTIME_MEMORY_BYTES
 from ..units import BYTES_PER_ELEMENT
-from .config import LLMConfig, attended_tokens
+from .config import LLMConfig, attended_tokens, kv_elems_per_token_layer, param_counts
 from .parallel import MAX_TP, rank_shape, valid_tp_degrees
 from .precision import Precision
 
+MLA_NOTE = ("multi-head latent attention: the KV cache holds the compressed latent and rotary key "
+            "(kv_lora_rank + qk_rope_head_dim per layer), as vLLM and SGLang serve it; decode attends in the "
+            "absorbed form (transformers' eager code caches the expanded keys and values instead)")
 RUNTIME_RESERVE_BYTES = RUNTIME_MEMORY_BYTES.value  # one runtime reserve for models and LLMs
 _SEARCH_LIMIT = 1 << 24  # bound of the batch and context bisections (16.8M): past any device's memory
 
 
 def weight_bytes(cfg: LLMConfig, p: Precision, tp: int = 1) -> float:
-    """Bytes of parameters one rank holds."""
-    rs = rank_shape(cfg, tp)
-    h, d, s, w = cfg.hidden_size, cfg.head_dim, p.stream_bytes, p.weight_bytes_per_param
-    q_n, kv_n = rs.heads * d, rs.kv_heads * d
-    attn = (2 * h * q_n + 2 * h * kv_n) * w + ((q_n + 2 * kv_n + h) * s if cfg.attention_bias else 0)
-    mats = 3 if cfg.gated_mlp else 2
-    expert = mats * h * rs.intermediate * w
-    if cfg.mlp_bias:
-        expert += ((2 if cfg.gated_mlp else 1) * rs.intermediate + h) * s
-    router = h * cfg.num_experts * s if cfg.is_moe else 0
-    norms = 2 * cfg.norm_params() * s
-    layer = attn + cfg.num_experts * expert + router + norms
-    embed = rs.vocab * h * s
-    if cfg.position == "learned" and cfg.max_position_embeddings:
-        embed += cfg.max_position_embeddings * h * s
-    head = 0 if cfg.tie_word_embeddings else rs.vocab * h * s
-    return float(cfg.num_layers * layer + embed + head + cfg.norm_params() * s)
+    """Bytes of parameters one rank holds: the blocks' linear weights at the weight precision, the rest
+    (biases, norms, routers, embeddings, output head) at the activation storage precision."""
+    linear, other = param_counts(cfg, rank_shape(cfg, tp))
+    return float(linear * p.weight_bytes_per_param + other * p.stream_bytes)
 
 
 def kv_bytes_per_token(cfg: LLMConfig, p: Precision, tp: int = 1) -> float:
-    """KV-cache bytes one token takes on one rank."""
+    """KV-cache bytes one token takes on one rank, over all layers (before any sliding window)."""
     rs = rank_shape(cfg, tp)
-    return 2.0 * cfg.num_layers * rs.kv_heads * cfg.head_dim * p.kv_bytes
+    return float(cfg.num_layers * kv_elems_per_token_layer(cfg, rs.kv_heads) * p.kv_bytes)
 
 
 def kv_cache_bytes(cfg: LLMConfig, p: Precision, batch: int, tokens: int, tp: int = 1) -> float:
-    return batch * attended_tokens(cfg, tokens) * kv_bytes_per_token(cfg, p, tp)
+    """The cache of ``batch`` sequences of ``tokens`` tokens: each layer keeps its window's worth."""
+    per_layer = kv_elems_per_token_layer(cfg, rank_shape(cfg, tp).kv_heads) * p.kv_bytes
+    kept = sum(attended_tokens(cfg, tokens, i) for i in range(cfg.num_layers))
+    return float(batch * kept * per_layer)
+
+
+def window_caps(cfg: LLMConfig, tokens: int) -> str | None:
+    """A note when a sliding window caps the cache (and attention) at ``tokens`` tokens, else None."""
+    if not cfg.sliding_window or tokens <= cfg.sliding_window:
+        return None
+    n, layers = cfg.windowed_layers, cfg.num_layers
+    which = "every layer" if n == layers else f"{n} of {layers} layers (the others attend over all tokens)"
+    return (f"sliding window of {cfg.sliding_window} tokens on {which}: those layers attend over and cache "
+            f"only the last {cfg.sliding_window} tokens")
 
 
 def activation_bytes(cfg: LLMConfig, p: Precision, batch: int, q_len: int, tp: int = 1) -> float:
     """Estimated peak of live activations in one forward pass of ``batch`` x ``q_len`` tokens."""
     rs = rank_shape(cfg, tp)
-    t, h, d, s = batch * q_len, cfg.hidden_size, cfg.head_dim, p.stream_bytes
-    q_n, kv_n = rs.heads * d, rs.kv_heads * d
-    attn = t * (q_n + 2 * kv_n + 2 * q_n + q_n) * s
-    rows = t * cfg.experts_per_token
-    mlp = rows * 3 * rs.intermediate * s + (rows * h * s if cfg.is_moe else 0)
+    t, h, s = batch * q_len, cfg.hidden_size, p.stream_bytes
+    if cfg.is_mla:  # q, the expanded k and v, the output (prefill's expanded form; decode's is smaller)
+        qh, v = rs.heads * cfg.head_dim, rs.heads * cfg.v_head_dim
+        attn = t * (qh + (qh + v) + 2 * qh + v) * s
+    else:
+        q_n, kv_n = rs.heads * cfg.head_dim, rs.kv_heads * cfg.head_dim
+        attn = t * (q_n + 2 * kv_n + 2 * q_n + q_n) * s
+    mlp = 0.0
+    if not cfg.is_moe or cfg.dense_layers:
+        mlp = t * 3 * rs.intermediate * s
+    if cfg.is_moe:
+        rows = t * cfg.experts_per_token
+        mlp = max(mlp, rows * 3 * rs.moe_intermediate * s + rows * h * s + t * 3 * rs.shared_intermediate * s)
     fp32 = float(BYTES_PER_ELEMENT["fp32"])  # norms' temporaries and the logits are fp32
     norm_tmp = 2 * t * h * fp32
     logits = batch * rs.vocab * fp32

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ..catalog import Hardware
 from ..errors import InputError, LLMConfigError
-from .config import LLMConfig
+from .config import LLMConfig, RankShape
 
 NCCL_BASE_LATENCY_S = 3.6e-6
 NCCL_STEP_LATENCY_S = {"nvlink": 0.4e-6, "pcie": 1.0e-6}
@@ -46,17 +46,6 @@ MAX_TP = 8 * NVLINK_NODE_GPUS
 TP_HINT_MAX = 2 * NVLINK_NODE_GPUS
 
 
-@dataclass(frozen=True)
-class RankShape:
-    """What one of ``tp`` ranks holds."""
-
-    tp: int
-    heads: int
-    kv_heads: int
-    intermediate: int
-    vocab: int
-
-
 def check_tp(cfg: LLMConfig, tp: int) -> None:
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise InputError(f"--tp must be a positive whole number of devices, got {tp!r}")
@@ -65,24 +54,39 @@ def check_tp(cfg: LLMConfig, tp: int) -> None:
         problems.append(f"{cfg.num_heads} attention heads")
     if cfg.num_kv_heads % tp and tp % cfg.num_kv_heads:
         problems.append(f"{cfg.num_kv_heads} KV heads")
-    if cfg.intermediate_size % tp:
-        problems.append(f"intermediate size {cfg.intermediate_size}")
+    for what, size in _mlp_widths(cfg):
+        if size % tp:
+            problems.append(f"{what} {size}")
     if problems:
         valid = ", ".join(str(n) for n in valid_tp_degrees(cfg, TP_HINT_MAX))
         raise LLMConfigError(f"tensor parallelism over {tp} devices does not divide {cfg.name}'s "
                              f"{' and '.join(problems)}", hint=f"valid --tp values: {valid}")
 
 
+def _mlp_widths(cfg: LLMConfig) -> list[tuple[str, int]]:
+    """The MLP widths a rank takes a share of: the dense MLP's (when some layer is dense), each routed
+    expert's and the shared experts'."""
+    out = []
+    if not cfg.is_moe or cfg.dense_layers:
+        out.append(("intermediate size", cfg.intermediate_size))
+    if cfg.is_moe:
+        out.append(("expert intermediate size", cfg.routed_intermediate))
+        if cfg.shared_intermediate_size:
+            out.append(("shared-expert intermediate size", cfg.shared_intermediate_size))
+    return out
+
+
 def valid_tp_degrees(cfg: LLMConfig, max_n: int = MAX_TP) -> list[int]:
     return [n for n in range(1, max_n + 1)
             if cfg.num_heads % n == 0 and (cfg.num_kv_heads % n == 0 or n % cfg.num_kv_heads == 0)
-            and cfg.intermediate_size % n == 0]
+            and all(size % n == 0 for _, size in _mlp_widths(cfg))]
 
 
 def rank_shape(cfg: LLMConfig, tp: int = 1) -> RankShape:
     check_tp(cfg, tp)
     return RankShape(tp=tp, heads=cfg.num_heads // tp, kv_heads=max(1, cfg.num_kv_heads // tp),
-                     intermediate=cfg.intermediate_size // tp, vocab=math.ceil(cfg.vocab_size / tp))
+                     intermediate=cfg.intermediate_size // tp, moe_intermediate=cfg.routed_intermediate // tp,
+                     shared_intermediate=cfg.shared_intermediate_size // tp, vocab=math.ceil(cfg.vocab_size / tp))
 
 
 @dataclass(frozen=True)
