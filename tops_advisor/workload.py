@@ -90,6 +90,7 @@ class Workload:
     source: str = ""                  # the model file or LLM config it came from
     notes: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()  # what counting assumed about values it could not see (host_reads)
+    module_calls: int = 0             # nn.Module forward calls in one pass, the root included (0: not counted)
     functional: bool = False          # issued from plain functions (an LLM built analytically), not from
                                       # nn.Module calls: less host time per operator in eager mode
     lowering: str = ""                # how counted operators became kernels ("pytorch-cuda": eager PyTorch on
@@ -124,6 +125,6 @@ class Workload:
             "input_bytes": self.input_bytes, "activation_peak_bytes": self.activation_peak_bytes,
             "kernels": self.kernels, "intensity": self.intensity if self.bytes else None,
             "unsupported_ops": dict(self.unsupported_ops), "notes": list(self.notes),
-            "assumptions": list(self.assumptions), "lowering": self.lowering,
+            "assumptions": list(self.assumptions), "module_calls": self.module_calls, "lowering": self.lowering,
             "ops": ops,
         }

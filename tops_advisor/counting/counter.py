@@ -138,6 +138,7 @@ class _State:
         self.records: list[CountedOp] = []
         self.unsupported: Counter[str] = Counter()
         self.stack: list[str] = []
+        self.module_calls = 0                        # nn.Module forward calls (host work in eager mode)
         self.suppress = 0
         self._keep = list(param_tensors)          # keeps ids stable while counting
         self.param_ids = {id(t) for t in self._keep}
@@ -302,7 +303,9 @@ class _DispatchCounter(TorchDispatchMode):
         name = str(func.overloadpacket)
         if self.state.host.handles(name):
             return self.state.host.answer(name, func, args, kwargs)
-        out = func(*args, **kwargs)
+        from .meta_kernels import lookup as shape_function  # meta kernels that refuse dtypes the GPU runs
+
+        out = (shape_function(name) or func)(*args, **kwargs)
         if not self.state.suppress:
             self.state.record(name, args, kwargs, out)
         return out
@@ -390,9 +393,13 @@ def _path_hooks(module: torch.nn.Module, state: _State) -> list:
     def leave(*_args) -> None:  # returns None: a forward hook's return value would replace the output
         state.stack.pop()
 
+    def enter(path: str) -> None:
+        state.stack.append(path)
+        state.module_calls += 1
+
     hooks = []
     for path, sub in module.named_modules():
-        hooks.append(sub.register_forward_pre_hook(lambda _m, _a, path=path: state.stack.append(path)))
+        hooks.append(sub.register_forward_pre_hook(lambda _m, _a, path=path: enter(path)))
         hooks.append(sub.register_forward_hook(leave, always_call=True))
     return hooks
 
@@ -475,7 +482,25 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
         dtype=dtype, ops=ops, params=int(sum(p.numel() for p in params)),
         param_bytes=float(sum(p.numel() * state.itemsize(p) for p in params)), input_bytes=input_bytes,
         activation_peak_bytes=float(state.peak_bytes), unsupported_ops=unsupported, source=source,
-        lowering=lowering, assumptions=tuple(state.host.assumptions))
+        lowering=lowering, assumptions=tuple(state.host.assumptions), module_calls=state.module_calls)
+
+
+def _count_source(source: ModelSource, batch: int, dtype: str, strict: bool, label: str, meta: bool) -> Workload:
+    """Build and count; a model whose forward cannot run on the meta device (it makes a CPU tensor and mixes
+    it with its weights: wav2vec2's positional convolution) is built again on the CPU and counted through
+    fake tensors, which allocates its weights once."""
+    module = source.build(meta=meta)
+    on_meta = all(t.is_meta for t in module.parameters())
+    try:
+        return count_module(module, source.inputs(batch, meta=on_meta), dtype, name=source.stem, batch=batch,
+                            strict=strict, source=label)
+    except ForwardFailed:
+        if not meta:
+            raise
+    del module
+    w = _count_source(source, batch, dtype, strict, label, meta=False)
+    return replace(w, notes=w.notes + ("built on the CPU and counted through fake tensors: its forward does "
+                                       "not run on the meta device",))
 
 
 def count(model: str | Path | ModelSource, batch: int = 1, dtype: str = "fp32",
@@ -495,10 +520,8 @@ def count(model: str | Path | ModelSource, batch: int = 1, dtype: str = "fp32",
     except InputError as exc:
         raise ModelFileError(f"{label}: {exc}", hint=exc.hint) from None
     source = load_model(model)
-    module = source.build()
-    inputs = source.inputs(batch, meta=all(t.is_meta for t in module.parameters()))
     try:
-        w = count_module(module, inputs, dtype, name=source.stem, batch=batch, strict=strict, source=label)
+        w = _count_source(source, batch, dtype, strict, label, meta=True)
     except ForwardFailed as exc:
         on = f"example_inputs({batch})" if isinstance(source, ModelFile) else f"its inputs at batch {batch}"
         raise ModelFileError(f"{label}: the forward pass failed on {on}: {exc.detail}") from None

@@ -21,6 +21,8 @@ from ..errors import InputError, ModelFileError, one_line
 
 PREFIXES = ("timm:", "torchvision:", "hf:")
 DEFAULT_SEQ = 128       # tokens per sequence for text models when --seq is not given
+DEFAULT_IMAGE_SIDE = 224  # ImageNet's crop, for vision configs that carry no image_size
+WAVEFORM_SAMPLES = 16_000  # raw-audio models (wav2vec2, HuBERT): one second at their 16 kHz sampling rate
 _EXTRA = "pip install 'tops-advisor[models]' (timm, torchvision, transformers)"
 
 
@@ -188,14 +190,22 @@ def _sub(config, *names):
     return config
 
 
+def image_side(vision) -> tuple[int, int]:
+    """The config's image size (an int or a pair); 224 x 224 when it names none (ResNet, SegFormer configs)."""
+    size = getattr(vision, "image_size", None) or DEFAULT_IMAGE_SIDE
+    return (int(size), int(size)) if isinstance(size, int) else (int(size[0]), int(size[-1]))
+
+
 def hf_inputs(config, seq: int, input_shape: tuple[int, ...] | None) -> Callable[[int], dict]:
     """Keyword inputs built from the config: token ids and an all-ones attention mask of ``seq`` tokens,
-    pixel values at the config's image size, mel features for speech, decoder ids for encoder-decoders."""
+    pixel values at the config's image size, mel features for speech (``max_source_positions`` x 2 frames:
+    Whisper's 30 s), one second of raw audio for waveform models, decoder ids for encoder-decoders."""
     vision = _sub(config, "vision_config")
     text = _sub(config, "text_config")
-    has_image = hasattr(vision, "image_size") and hasattr(vision, "num_channels")
-    has_text = hasattr(text, "vocab_size") and not hasattr(config, "num_mel_bins")
+    has_image = hasattr(vision, "num_channels")
     speech = hasattr(config, "num_mel_bins")
+    waveform = getattr(config, "feat_extract_norm", None) is not None  # wav2vec2, HuBERT, WavLM: raw audio
+    has_text = hasattr(text, "vocab_size") and not speech and not waveform
 
     def inputs(batch: int) -> dict:
         out: dict = {}
@@ -203,12 +213,13 @@ def hf_inputs(config, seq: int, input_shape: tuple[int, ...] | None) -> Callable
             out["input_ids"] = torch.zeros(batch, seq, dtype=torch.long)
             out["attention_mask"] = torch.ones(batch, seq, dtype=torch.long)
         if has_image:
-            side = int(vision.image_size if isinstance(vision.image_size, int) else vision.image_size[0])
-            shape = input_shape or (vision.num_channels, side, side)
+            shape = input_shape or (vision.num_channels, *image_side(vision))
             out["pixel_values"] = torch.randn(batch, *shape)
         if speech:
             frames = 2 * int(getattr(config, "max_source_positions", 1500))
             out["input_features"] = torch.randn(batch, *(input_shape or (config.num_mel_bins, frames)))
+        if waveform:  # one second of 16 kHz audio, the rate these models are trained on
+            out["input_values"] = torch.randn(batch, *(input_shape or (WAVEFORM_SAMPLES,)))
         if getattr(config, "is_encoder_decoder", False):
             out["decoder_input_ids"] = torch.zeros(batch, seq if has_text else 1, dtype=torch.long)
         return out
