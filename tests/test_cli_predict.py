@@ -80,7 +80,8 @@ def test_recommend_json_and_rejections():
     assert all(x["latency_ms"] <= 1.0 for x in d["recommendations"])
     assert {"hardware", "reason"} <= set(d["rejected"][0])
     band = d["recommendations"][0]["expected_error"]
-    assert band["family"] == "cnn" and band["mode"] == "graph" and "never seen" in band["text"]
+    # edge devices are uncalibrated: the band of published measurements of that card or its class (accuracy.card_band)
+    assert band["family"] == "cnn" and band["mode"] == "graph" and band["text"].startswith("expected error")
 
 
 @pytest.mark.parametrize("args, message", [

@@ -18,6 +18,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, computed_field, field_serializer
 
+from .accuracy import expected_error, model_family
 from .advice import advise
 from .calibration import Calibration
 from .catalog import Hardware
@@ -70,6 +71,8 @@ class Constraints:
             v = getattr(self, name)
             if v is not None and v <= 0:
                 raise InputError(f"{name} must be greater than zero, got {v}")
+        if self.top is not None and self.top < 1:
+            raise InputError(f"--top must be at least 1, got {self.top}", hint="leave --top out to show every device")
 
 
 class Recommendation(BaseModel):
@@ -96,6 +99,7 @@ class Recommendation(BaseModel):
     calibrated: bool
     memory_required_bytes: float
     advice: Lines = ()
+    expected_error: dict | None = None  # accuracy.expected_error's band for this model family, mode, calibration
 
     @computed_field
     @property
@@ -123,14 +127,14 @@ class Rejection(BaseModel):
 
 class RecommendResult(BaseModel):
     """Ranked devices (``Recommendation``, or ``LLMRecommendation`` for ``recommend --llm``) and the rest with
-    why. ``notes`` is a list that callers may extend (the CLI adds the unsupported operators)."""
+    why. ``notes``: how they were ranked, and what the counts left out (operators counted as zero)."""
 
     model_config = ConfigDict(frozen=True)
 
     recommendations: list[Recommendation] | list[LLMRecommendation]
     rejected: list[Rejection]
     constraints: Constraints
-    notes: list[str] = Field(default_factory=list)
+    notes: Lines = ()
 
     @computed_field
     @property
@@ -229,6 +233,8 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
     recs: list[Recommendation] = []
     candidates, rejected = _candidates(devices, c)
     batches = _batches(c)
+    first = workload_at(batches[0], c.dtypes[0])
+    family = model_family(first)
     for hw in candidates:
         cal, source = calibration_of(hw) if calibration_of else (None, "")
         perf = device_perf(hw, cal, source)
@@ -247,7 +253,7 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
             if point is None:
                 misses.append((closeness, f"{reason} ({dtype})" if len(c.dtypes) > 1 else reason))
                 continue
-            rec = _recommendation(point, hw, c)
+            rec = _recommendation(point, hw, c, expected_error(family, c.mode, point.calibrated, hardware=hw))
             if best is None or _score(rec, c.rank_by) > _score(best, c.rank_by):
                 best = rec
         if best is not None:
@@ -268,7 +274,10 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
     notes = [f"ranked by {c.rank_by}" + {"efficiency": " (throughput per watt of TDP)",
                                           "price": " (throughput per 1000 USD of list price)"}.get(c.rank_by, ""),
              f"mode {c.mode}; latency is per batch"]
-    return RecommendResult(recommendations=recs, rejected=rejected, constraints=c, notes=notes)
+    if first.unsupported_ops:
+        notes.append("unsupported operators counted as zero: "
+                     + ", ".join(f"{k} x{v}" for k, v in first.unsupported_ops.items()))
+    return RecommendResult(recommendations=recs, rejected=rejected, constraints=c, notes=tuple(notes))
 
 
 def _predict_batches(workload_at, batches, dtype, hw, perf, c) -> list[Prediction]:
@@ -283,7 +292,7 @@ def _predict_batches(workload_at, batches, dtype, hw, perf, c) -> list[Predictio
     return preds
 
 
-def _recommendation(p: Prediction, hw: Hardware, c: Constraints) -> Recommendation:
+def _recommendation(p: Prediction, hw: Hardware, c: Constraints, band: dict | None = None) -> Recommendation:
     tput = p.throughput_per_s
     price = hw.price_usd
     return Recommendation(
@@ -294,6 +303,7 @@ def _recommendation(p: Prediction, hw: Hardware, c: Constraints) -> Recommendati
         throughput_per_kusd=tput / price * 1000 if price else None,
         headroom=c.latency_s / p.latency_s if c.latency_s else None, calibrated=p.calibrated,
         memory_required_bytes=p.memory_required_bytes, advice=tuple(advise(p, hw)[:ADVICE_PER_RECOMMENDATION]),
+        expected_error=band,
     )
 
 
@@ -410,4 +420,4 @@ def recommend_llm(cfg, devices: Iterable[Hardware], c: Constraints, *, tokens_pe
             hint="relax --tokens-per-s or --ttft, or allow more devices (--max-devices)")
     notes = [f"ranked by {c.rank_by}" + {"efficiency": " (tokens/s per watt of all devices' TDP)"}.get(c.rank_by, ""),
              f"mode {c.mode}; tokens/s per request at batch {batch}"]
-    return RecommendResult(recommendations=recs, rejected=rejected, constraints=c, notes=notes)
+    return RecommendResult(recommendations=recs, rejected=rejected, constraints=c, notes=tuple(notes))

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ..units import PRECISIONS
-from .common import (
-    catalog_option,
-    console,
-    echo_json,
-    get_catalog,
-    json_option,
-    load_model_arg,
-    model_options,
-)
+from .common import catalog_option, echo_json, get_catalog, json_option
+
+# Options that belong to one form of the command: given with the other form they would be ignored, so they are
+# refused instead (issue 18: `recommend MODEL --llm X --latency 10ms` silently dropped MODEL and --latency).
+MODEL_ONLY = ("latency", "throughput", "dtype", "strict")
+LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 
 
 @click.command()
-@click.argument("model", required=False)
+@click.argument("model", type=click.Path(path_type=Path), required=False)
 @click.option("--llm", "llm_config", help="Instead of MODEL: an LLM config.json or preset (llama3-8b, ...).")
 @click.option("--tokens-per-s", type=float, help="LLM: decode tokens/s per request to reach.")
 @click.option("--ttft", help="LLM: time to first token to stay under, with units (500ms).")
@@ -36,24 +35,24 @@ from .common import (
 @click.option("--mode", type=click.Choice(["graph", "eager"]), default="graph", show_default=True)
 @click.option("--rank-by", type=click.Choice(["efficiency", "latency", "throughput", "price"]),
               default="efficiency", show_default=True, help="efficiency = samples/s per watt of TDP.")
-@click.option("--top", type=int, help="Show only the best N.")
+@click.option("--top", type=click.IntRange(min=1), help="Show only the best N (N >= 1).")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even where a calibration exists.")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know.")
-@model_options
 @catalog_option
 @json_option
-def recommend(model, llm_config, tokens_per_s, ttft, prompt, generate, max_devices, latency, throughput, batch,
+@click.pass_context
+def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_devices, latency, throughput, batch,
               dtype, segment, max_power, max_price, hardware_names, mode, rank_by, top, no_calibration, strict,
-              task, seq, input_shape, catalog_dirs, as_json):
-    """Rank the devices that run MODEL, or an LLM (--llm), within the targets.
-
-    MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
+              catalog_dirs, as_json):
+    """Rank the devices that run MODEL (a .py file), or an LLM (--llm), within the targets."""
     from ..api import ModelCosts, calibration_for
-    from ..errors import InputError
     from ..recommend import AUTO_DTYPES, Constraints
     from ..recommend import recommend as run_recommend
+    from ..render.console import console
+    from ..render.progress import progress
     from ..units import parse_latency_s, parse_power_w, parse_precision
 
+    _check_form(ctx, model, llm_config)
     dtypes = AUTO_DTYPES if dtype.strip().lower() == "auto" else tuple(
         parse_precision(d) for d in dtype.split(","))
     catalog = get_catalog(catalog_dirs)
@@ -66,36 +65,43 @@ def recommend(model, llm_config, tokens_per_s, ttft, prompt, generate, max_devic
     if llm_config:
         return _recommend_llm(llm_config, c, tokens_per_s, ttft, batch or 1, prompt, generate, max_devices,
                               catalog, no_calibration, as_json)
-    if model is None:
+    with progress(f"counting {model} (batches 1 and 2)", enabled=not as_json):
+        costs = ModelCosts(model, strict=strict)
+    with progress(f"predicting {model.name} on {len(limit) or len(catalog)} devices", enabled=not as_json):
+        res = run_recommend(costs.at, list(catalog), c,
+                            calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
+    if as_json:
+        echo_json(res.model_dump())
+        return
+    from ..render.recommend import render_recommendations
+
+    render_recommendations(res, console())
+
+
+def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
+    """The options among ``names`` the user set (on the command line or through the environment)."""
+    from click.core import ParameterSource
+
+    return [f"--{n.replace('_', '-')}" for n in names
+            if ctx.get_parameter_source(n) not in (None, ParameterSource.DEFAULT)]
+
+
+def _check_form(ctx: click.Context, model: Path | None, llm_config: str | None) -> None:
+    """One form at a time: MODEL with its targets, or --llm with its targets; nothing silently ignored."""
+    from ..errors import InputError
+
+    if model is not None and llm_config:
+        raise InputError(f"give MODEL ({model}) or --llm ({llm_config}), not both",
+                         hint="recommend MODEL --latency 10ms, or recommend --llm CONFIG --tokens-per-s 30")
+    if model is None and not llm_config:
         raise InputError("give a MODEL file (build_model/example_inputs) or --llm CONFIG",
                          hint="e.g. tops-advisor recommend examples/resnet50.py --latency 10ms")
-    costs = ModelCosts(load_model_arg(model, task, seq, input_shape), strict=strict)
-    res = run_recommend(costs.at, list(catalog), c,
-                        calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
-    if costs.unsupported_ops:
-        res.notes.append("unsupported operators counted as zero: "
-                         + ", ".join(f"{k} x{v}" for k, v in costs.unsupported_ops.items()))
-    from ..accuracy import expected_error, model_family
-
-    family = model_family(costs.at(1, dtypes[0] if dtypes[0] in ("fp32", "fp16", "bf16") else "fp16"))
-    bands = {cal: expected_error(family, mode, cal) for cal in (False, True)}
-    if as_json:
-        d = res.model_dump()
-        for rec in d["recommendations"]:
-            rec["expected_error"] = bands[rec["calibrated"]]
-        echo_json(d)
-        return
-    from ..render.recommend import advice_lines, recommendations_table, rejected_table
-
-    out = console()
-    out.print(recommendations_table(res))
-    for line in advice_lines(res):
-        out.print(f"  - {line}")
-    for cal, band in bands.items():
-        if band and any(r.calibrated == cal for r in res.recommendations):
-            out.print(f"  [dim]{'calibrated' if cal else 'uncalibrated'} rows: {band['text']}[/dim]")
-    if res.rejected:
-        out.print(rejected_table(res))
+    wrong, form, hint = ((_given(ctx, MODEL_ONLY), "a MODEL file, not to --llm",
+                          "an LLM's targets are --tokens-per-s and --ttft") if llm_config else
+                         (_given(ctx, LLM_ONLY), "--llm CONFIG, not to a MODEL file",
+                          "a model's targets are --latency and --throughput"))
+    if wrong:
+        raise InputError(f"{', '.join(wrong)} appl{'y' if len(wrong) > 1 else 'ies'} to {form}", hint=hint)
 
 
 def _recommend_llm(config, c, tokens_per_s, ttft, batch, prompt, generate, max_devices, catalog, no_calibration,
@@ -104,21 +110,22 @@ def _recommend_llm(config, c, tokens_per_s, ttft, batch, prompt, generate, max_d
     from ..errors import InputError
     from ..llm import load_config
     from ..recommend import recommend_llm
+    from ..render.console import console
+    from ..render.progress import progress
     from ..units import parse_latency_s
 
     if tokens_per_s is not None and tokens_per_s <= 0:
         raise InputError(f"--tokens-per-s must be greater than zero, got {tokens_per_s}")
     cfg = load_config(config)
-    res = recommend_llm(cfg, list(catalog), c, tokens_per_s=tokens_per_s,
-                        ttft_s=parse_latency_s(ttft) if ttft else None, batch=batch, prompt=prompt,
-                        generate=generate, max_devices=max_devices,
-                        calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
+    with progress(f"planning {getattr(cfg, 'name', config)} on {len(c.hardware) or len(catalog)} device kinds",
+                  enabled=not as_json):
+        res = recommend_llm(cfg, list(catalog), c, tokens_per_s=tokens_per_s,
+                            ttft_s=parse_latency_s(ttft) if ttft else None, batch=batch, prompt=prompt,
+                            generate=generate, max_devices=max_devices,
+                            calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
     if as_json:
         echo_json(res.model_dump())
         return
-    from ..render.recommend import llm_recommendations_table, rejected_table
+    from ..render.recommend import render_llm_recommendations
 
-    out = console()
-    out.print(llm_recommendations_table(res, cfg.name if hasattr(cfg, "name") else str(config)))
-    if res.rejected:
-        out.print(rejected_table(res))
+    render_llm_recommendations(res, getattr(cfg, "name", str(config)), console())

@@ -8,40 +8,68 @@ from rich.table import Table
 
 from ..formatting import format_seconds
 from ..roofline import Prediction
+from .tables import bullet, name_column, new_table, number_column, word_column
+
+BOUND_ORDER = ("compute", "memory", "overhead")
+
+
+def time_split(pred: Prediction) -> dict[str, float]:
+    """The latency split so that it adds up: each operator's whole device time under the limit that binds it
+    (compute, memory, or its per-kernel overhead), plus, in eager mode, the time the device waits for the host's
+    launches. ``sum(time_split(pred).values()) == pred.latency_s``."""
+    split = dict.fromkeys(BOUND_ORDER, 0.0)
+    for o in pred.ops:
+        split[o.bound] += o.latency_s
+    split["host wait"] = max(pred.latency_s - pred.device_time_s, 0.0)
+    return split
+
+
+def time_line(pred: Prediction) -> str:
+    """'927 us = 247 us compute-bound operators + 12 us memory-bound + 668 us overhead-bound' (and the host in
+    eager mode, whose launching overlaps the device's work and so is not added in full)."""
+    split = time_split(pred)
+    parts = [f"{format_seconds(split[b])} {b}-bound" for b in BOUND_ORDER if split[b] > 0]
+    text = f"{format_seconds(pred.latency_s)} = " + " + ".join(parts) + " operators"
+    if pred.mode == "eager":
+        text += (f" + {format_seconds(split['host wait'])} waiting for launches (the host spends "
+                 f"{format_seconds(pred.host_time_s)} launching, overlapped with the device's work)")
+    return text
 
 
 def summary_table(pred: Prediction, hw_name: str) -> Table:
-    t = Table(title=f"{pred.workload} on {hw_name}", show_header=False, title_justify="left")
-    t.add_column(style="bold")
-    t.add_column()
+    t = Table(title=f"{pred.workload} on {hw_name}", show_header=False, title_justify="left", box=None,
+              padding=(0, 1, 0, 0))
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(overflow="fold")
     cal = f"calibrated ({pred.calibration_source})" if pred.calibrated else "datasheet defaults (no calibration)"
     rows = [
         ("settings", f"batch {pred.batch}, {pred.dtype}, {pred.mode} mode; {cal}"),
-        ("latency", format_seconds(pred.latency_s)),
-        ("throughput", f"{pred.throughput_per_s:,.1f} samples/s"),
+        ("latency", f"{format_seconds(pred.latency_s)} per batch, {pred.throughput_per_s:,.1f} samples/s"),
+        ("time", time_line(pred)),
+        ("bound", f"{pred.bound} (the largest share of the time above)"),
         ("attainable", f"{pred.attainable_ops_per_s / 1e12:.2f} TOPS = {pred.utilisation:.1%} of "
                        f"{pred.peak_ops_per_s / 1e12:g} TOPS dense {pred.precision} (datasheet)"),
-        ("bound", f"{pred.bound}  (" + ", ".join(f"{k} {format_seconds(v)}"
-                                                   for k, v in pred.time_by_bound_s.items()) + ")"),
         ("work", f"{pred.flops / 1e9:,.2f} G operations, {pred.bytes / 1e6:,.1f} MB moved, "
                  f"{pred.kernels} kernels"),
         ("memory", f"{pred.memory_required_bytes / 1e9:.2f} GB needed of {pred.memory_capacity_bytes / 1e9:.0f} GB: "
                    + ("fits" if pred.fits_memory else "DOES NOT FIT")),
     ]
-    if pred.mode == "eager":
-        rows.append(("host", f"{format_seconds(pred.host_time_s)} launching; device busy "
-                             f"{format_seconds(pred.device_time_s)}"))
     for k, v in rows:
         t.add_row(k, v)
     return t
 
 
 def top_ops_table(pred: Prediction, n: int = 10) -> Table:
-    t = Table(title=f"Top {n} operators by predicted time", title_justify="left")
-    for col in ("operator", "module", "kind", "time", "share", "TOPS", "bound"):
-        t.add_column(col, justify="right" if col in ("time", "share", "TOPS") else "left")
+    t = new_table(f"Top {n} operators by predicted time")
+    name_column(t, "operator")
+    name_column(t, "module")
+    word_column(t, "kind")
+    number_column(t, "time")
+    number_column(t, "share")
+    number_column(t, "TOPS")
+    word_column(t, "bound")
     for o in pred.top_ops(n):
-        t.add_row(o.name, o.module or "-", o.kind, format_seconds(o.latency_s),
+        t.add_row(o.name.removeprefix("aten."), o.module or "-", o.kind, format_seconds(o.latency_s),
                   f"{o.latency_s / pred.device_time_s:.1%}" if pred.device_time_s else "-",
                   f"{o.attainable_ops_per_s / 1e12:.2f}", o.bound)
     return t
@@ -55,25 +83,45 @@ def by_kind_table(pred: Prediction) -> Table:
         a[1] += o.flops
         a[2] += o.bytes
         a[3] += o.kernels
-    t = Table(title="Time by operator kind", title_justify="left")
-    for col in ("kind", "time", "share", "G ops", "MB", "kernels"):
-        t.add_column(col, justify="left" if col == "kind" else "right")
+    t = new_table("Device time by operator kind")
+    word_column(t, "kind")
+    for col in ("time", "share", "G ops", "MB", "kernels"):
+        number_column(t, col)
     for kind, (lat, fl, by, kern) in sorted(agg.items(), key=lambda kv: -kv[1][0]):
         t.add_row(kind, format_seconds(lat), f"{lat / pred.device_time_s:.1%}" if pred.device_time_s else "-",
                   f"{fl / 1e9:,.2f}", f"{by / 1e6:,.1f}", str(int(kern)))
     return t
 
 
+def relevant_assumptions(pred: Prediction) -> list[str]:
+    """The prediction's assumptions, less those about precisions none of its operators ran at (a calibration's
+    'not measured, scaled ...: fp64, tf32' matters only to an fp64 or tf32 prediction)."""
+    used = {o.precision for o in pred.ops}
+    out = []
+    for note in pred.assumptions:
+        head, sep, listed = note.rpartition(": ")
+        if note.startswith("not measured") and sep:
+            kept = [p for p in listed.split(", ") if p in used]
+            if not kept:
+                continue
+            note = f"{head}: {', '.join(kept)}"
+        out.append(note)
+    return out
+
+
 def render_analysis(pred: Prediction, hw_name: str, advice: list[str], band: dict | None, top: int, out) -> None:
     """``analyze``'s output on the rich console ``out``: summary, error band, time by kind, top operators,
-    advice and assumptions."""
+    advice and the assumptions that bear on this prediction."""
     out.print(summary_table(pred, hw_name))
     if band:
-        out.print(f"  {band['text']}")
+        bullet(out, band["text"], mark=" ", style="dim")
+    out.print()
     out.print(by_kind_table(pred))
+    out.print()
     out.print(top_ops_table(pred, top))
+    out.print()
     out.print("[bold]Advice[/bold]")
     for line in advice:
-        out.print(f"  - {line}")
-    for note in pred.assumptions:
-        out.print(f"  [dim]assumes: {note}[/dim]")
+        bullet(out, line)
+    for note in relevant_assumptions(pred):
+        bullet(out, f"assumes: {note}", mark=" ", style="dim")

@@ -51,9 +51,36 @@ def llm_table(r, hw, source: str) -> Table:
     ridge = "" if r.gemm_ridge_batch is None else (f" (weight GEMMs alone: ~batch {r.gemm_ridge_batch:.0f}, "
                                                    "the datasheet ridge)")
     t.add_row("Decode turns compute-bound", cross + ridge)
+    why = decode_bound_note(r, hw)
+    if why:
+        t.add_row("Why compute-bound", why)
     if source:
         t.add_row("Calibration", source)
     return t
+
+
+def decode_bound_note(r, hw) -> str | None:
+    """Why a decode step below the device's ridge is labelled compute-bound, or None when it is not.
+
+    A decode step of a few sequences does few operations per byte, yet the roofline can find it compute-bound:
+    its matrix products have one row per sequence, and tensor-core kernels run whole tiles (64 or more rows), so
+    the compute time is mostly padding (``roofline/efficiency.py``: GEMM tile efficiency); attention likewise
+    runs one query per sequence in blocks of query rows. The label is right about the time, and misleading about
+    the cause: the device's arithmetic is not saturated, and a kernel built for that shape (a GEMV, a split-K
+    decode attention) would be limited by memory instead."""
+    d = r.decode
+    peak = hw.peak_ops_per_s(r.precision.act)
+    if r.phase != "decode" or r.bound != "compute" or not d.bytes or not peak:
+        return None
+    intensity = d.flops / d.bytes
+    ridge = peak / hw.memory_bandwidth_bytes_per_s
+    if intensity >= ridge:
+        return None
+    useful = d.flops / d.compute_s / peak if d.compute_s else 0.0
+    return (f"at batch {r.batch} a step does {intensity:.3g} operations per byte, below the {r.precision.act} ridge "
+            f"of {ridge:.0f}: the time is tensor-core tiles run mostly empty (one row per sequence in tiles of 64+ "
+            f"rows; attention with one query per sequence), only {useful:.1%} of the {r.precision.act} peak is "
+            "useful work; kernels made for this shape (GEMV, split-K decode attention) would be memory-bound")
 
 
 def render_llm(r, hw, source: str, out) -> None:
@@ -67,3 +94,5 @@ def render_llm(r, hw, source: str, out) -> None:
         out.print(f"  - {s}")
     for n in r.notes:
         out.print(f"note: {n}")
+    for w in r.warnings:
+        out.print(f"[yellow]warning:[/yellow] {w}", markup=True, highlight=False)

@@ -1,48 +1,129 @@
-"""Rich rendering of a recommendation: the table people read in five seconds, then the rejections."""
+"""Rich rendering of a recommendation: the table people read in five seconds, then the rejections.
+
+Columns that hold one value on every row (the precision when one was asked for) move into the title, and a
+calibrated prediction is marked on its device ('*', explained under the table), so the table fits 80 columns.
+"""
 
 from __future__ import annotations
 
 from rich.table import Table
 
-from ..formatting import format_seconds
+from ..formatting import fmt_ratio, format_seconds
 from ..recommend import RecommendResult
+from .tables import bullet, name_column, new_table, number_column, word_column
+
+CALIBRATED_MARK = "*"
+
+
+def _device(r) -> str:
+    return r.hardware + (CALIBRATED_MARK if r.calibrated else "")
+
+
+def _tops(r) -> str:
+    tops = r.attainable_ops_per_s / 1e12
+    text = f"{tops:,.0f}" if tops >= 100 else f"{tops:.3g}" if tops >= 1 else f"{tops:.2f}"
+    return f"{text} ({r.utilisation:.0%})"
 
 
 def recommendations_table(res: RecommendResult) -> Table:
-    t = Table(title=f"Recommended ({'; '.join(res.notes)})", title_justify="left")
-    for col in ("#", "device", "dtype", "batch", "latency", "samples/s", "TOPS (of peak)", "bound", "per W",
-                "per k$", "calibrated"):
-        t.add_column(col, justify="left" if col in ("device", "dtype", "bound", "calibrated") else "right",
-                     no_wrap=True)
-    for i, r in enumerate(res.recommendations, 1):
-        t.add_row(str(i), r.hardware, r.dtype, str(r.batch), format_seconds(r.latency_s),
-                  f"{r.throughput_per_s:,.0f}", f"{r.attainable_ops_per_s / 1e12:.1f} ({r.utilisation:.0%})",
-                  r.bound, f"{r.throughput_per_watt:,.1f}",
-                  f"{r.throughput_per_kusd:,.0f}" if r.throughput_per_kusd else "-",
-                  "yes" if r.calibrated else "no")
+    """Best first: device, batch (and precision where they differ), latency per batch, samples/s, attained TOPS
+    (share of the datasheet peak), the binding limit, the ranking's ratio (samples/s per watt of TDP, or per 1000
+    USD when ranking by price) and the typical error of such predictions."""
+    recs = res.recommendations
+    dtypes = sorted({r.dtype for r in recs})
+    one_dtype = len(dtypes) == 1
+    by_price = res.rank_by == "price"
+    per = "per k$ = samples/s per 1000 USD" if by_price else "per W = samples/s per watt of TDP"
+    t = new_table(f"Recommended, best first{f', {dtypes[0]}' if one_dtype else ''} ({'; '.join(res.notes)}; {per})")
+    name_column(t, "device")
+    number_column(t, "batch" if one_dtype else "batch,\ndtype")
+    number_column(t, "latency")
+    number_column(t, "samples\nper s")
+    number_column(t, "TOPS\n(% peak)")
+    word_column(t, "bound")
+    number_column(t, "per k$" if by_price else "per W")
+    banded = any(r.expected_error for r in recs)
+    if banded:
+        number_column(t, "error")
+    for r in recs:
+        ratio = (f"{r.throughput_per_kusd:,.0f}" if r.throughput_per_kusd else "-") if by_price else \
+            fmt_ratio(r.throughput_per_watt)
+        row = [_device(r), str(r.batch) if one_dtype else f"{r.batch}, {r.dtype}", format_seconds(r.latency_s),
+               f"{r.throughput_per_s:,.0f}", _tops(r), r.bound, ratio]
+        if banded:
+            row.append(f"{r.expected_error['median_abs_error']:.0%}" if r.expected_error else "-")
+        t.add_row(*row)
     return t
+
+
+def calibration_line(res: RecommendResult) -> str | None:
+    """What the '*' on a device means, when any row has it."""
+    if not any(r.calibrated for r in res.recommendations):
+        return None
+    return f"{CALIBRATED_MARK} calibrated on a measured card; the other rows use datasheet defaults"
 
 
 def advice_lines(res: RecommendResult, n: int = 3) -> list[str]:
     return [f"{r.hardware}: {r.advice[0]}" for r in res.recommendations[:n] if r.advice]
 
 
+def error_band_line(res: RecommendResult) -> str | None:
+    """What the 'typical error' column means, when any row has one."""
+    if not any(getattr(r, "expected_error", None) for r in res.recommendations):
+        return None
+    return ("error: the median |error| of earlier predictions of this kind on that card, its class, or "
+            "all cards measured (calibrated: on the H200); --json gives the worst case and the source of each band")
+
+
 def rejected_table(res: RecommendResult) -> Table:
-    t = Table(title="Rejected", title_justify="left")
-    t.add_column("device")
-    t.add_column("why")
+    t = new_table("Rejected")
+    name_column(t, "device", min_width=12)
+    name_column(t, "why", min_width=30, ratio=1)
     for r in res.rejected:
         t.add_row(r.hardware, r.reason)
     return t
 
 
 def llm_recommendations_table(res: RecommendResult, model: str) -> Table:
-    t = Table(title=f"{model}: recommended ({'; '.join(res.notes)})", title_justify="left")
-    for col in ("#", "device", "devices", "tokens/s", "per token", "TTFT", "GB/device", "bound", "tokens/s/kW",
-                "calibrated"):
-        t.add_column(col, justify="left" if col in ("device", "bound", "calibrated") else "right", no_wrap=True)
-    for i, r in enumerate(res.recommendations, 1):
-        t.add_row(str(i), r.hardware, str(r.devices), f"{r.tokens_per_s:,.1f}", format_seconds(r.tpot_s),
-                  format_seconds(r.ttft_s), f"{r.memory_required_bytes / 1e9:,.1f}", r.bound,
-                  f"{r.tokens_per_s_per_watt * 1e3:,.1f}", "yes" if r.calibrated else "no")
+    """Best first: devices (count x id), decode tokens/s per request, time to first token, memory per device, the
+    binding limit, tokens/s per kW of all devices' TDP (and per 1000 USD when ranking by price)."""
+    t = new_table(f"{model}: recommended, best first ({'; '.join(res.notes)})")
+    name_column(t, "devices", min_width=12)
+    number_column(t, "tokens/s\nper req.")
+    number_column(t, "TTFT")
+    number_column(t, "GB per\ndevice")
+    word_column(t, "bound")
+    number_column(t, "tokens/s\nper kW")
+    priced = res.rank_by == "price"
+    if priced:
+        number_column(t, "tokens/s\nper k$")
+    for r in res.recommendations:
+        row = [(f"{r.devices} x " if r.devices > 1 else "") + _device(r), f"{r.tokens_per_s:,.1f}",
+               format_seconds(r.ttft_s), f"{r.memory_required_bytes / 1e9:,.1f}", r.bound,
+               f"{r.tokens_per_s_per_watt * 1e3:,.1f}"]
+        if priced:
+            row.append(f"{r.tokens_per_s / r.price_usd * 1e3:,.1f}" if r.price_usd else "-")
+        t.add_row(*row)
     return t
+
+
+def render_recommendations(res: RecommendResult, out) -> None:
+    """``recommend MODEL``'s output on the rich console ``out``."""
+    out.print(recommendations_table(res))
+    for line in (calibration_line(res), error_band_line(res)):
+        if line:
+            bullet(out, line, mark=" ", style="dim")
+    for line in advice_lines(res):
+        bullet(out, line)
+    if res.rejected:
+        out.print(rejected_table(res))
+
+
+def render_llm_recommendations(res: RecommendResult, model: str, out) -> None:
+    """``recommend --llm``'s output on the rich console ``out``."""
+    out.print(llm_recommendations_table(res, model))
+    line = calibration_line(res)
+    if line:
+        bullet(out, line, mark=" ", style="dim")
+    if res.rejected:
+        out.print(rejected_table(res))
