@@ -147,9 +147,10 @@ def mode_and_flag(run: str) -> tuple[str, str]:
 class Predictor:
     """Predicts records; caches the catalog, each card's device model and each counted model file."""
 
-    def __init__(self):
+    def __init__(self, engines: bool = True):
         from tops_advisor.api import load_catalog
         self.catalog = load_catalog()
+        self.engines = engines  # engine and compiled LLM runs through their profile (tops_advisor/llm/engines.py)
         self._cards: dict[str, tuple] = {}
         self._costs: dict[tuple[str, str], object] = {}
 
@@ -186,9 +187,15 @@ class Predictor:
         hw, cal, _ = self.card(rec["card"])
         phase = rec.get("phase", "decode")
         context = rec["prompt"] if phase == "prefill" else rec["context"]
+        precision, predictor = precision_for(hw, weight=rec["precision"]), None
+        if self.engines and rec["run"] in ("engine", "compiled"):
+            from tops_advisor.llm.engines import engine_precision, engine_predictor, get_engine
+            name, fmt = engine_of(rec)
+            profile = get_engine(name)
+            precision, predictor = engine_precision(profile, precision, fmt), engine_predictor(profile, hw, cal)
         a = analyze_llm(preset_config(rec["workload"][4:]), hw, batch=rec["batch"], phase=phase, context=context,
-                        precision=precision_for(hw, weight=rec["precision"]), tp=rec.get("tp", 1),
-                        mode="graph", calibration=cal, find_crossover=False, suggest=False)
+                        precision=precision, tp=rec.get("tp", 1), mode="graph", calibration=cal,
+                        predictor=predictor, find_crossover=False, suggest=False)
         return a.requested.latency_s
 
     def _gemm(self, rec: dict) -> float:
@@ -196,6 +203,15 @@ class Predictor:
         hw, cal, perf = self.card(rec["card"])
         w = gemm_workload(rec["workload"], rec["precision"])
         return predict(w, hw, cal, "graph", perf=perf).latency_s
+
+
+def engine_of(rec: dict) -> tuple[str, str | None]:
+    """The engine profile and weight format of an engine or compiled run: 'llama.cpp Q4_0' -> ('llama.cpp',
+    'Q4_0'); gpt-fast's compiled runs -> ('gpt-fast', None: the weight dtype names the format)."""
+    if rec["run"] == "compiled":
+        return "gpt-fast", None
+    name, _, fmt = rec.get("engine", "").partition(" ")
+    return name, fmt or None
 
 
 def gemm_workload(workload: str, dtype: str):
@@ -348,10 +364,12 @@ def main(argv: list[str] | None = None) -> int:
     fmt.add_argument("--markdown", action="store_true", help="print Markdown tables")
     fmt.add_argument("--json", action="store_true", help="print every scored record and the summary as JSON")
     ap.add_argument("--data", type=Path, default=DATA_DIR, help="folder of source files (default: %(default)s)")
+    ap.add_argument("--no-engines", action="store_true",
+                    help="predict engine and compiled LLM runs as plain PyTorch graph runs (no engine profile)")
     ap.add_argument("--write-bands", nargs="?", const=BANDS_PATH, type=Path, metavar="PATH",
                     help="also write the per-card error bands the CLI quotes (default: %(const)s)")
     args = ap.parse_args(argv)
-    rows = score(load_sources(args.data))
+    rows = score(load_sources(args.data), Predictor(engines=not args.no_engines))
     summ = summary(rows)
     if args.write_bands:
         from tops_advisor.api import load_catalog

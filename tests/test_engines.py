@@ -1,0 +1,38 @@
+"""LLM engine profiles (tops_advisor/llm/engines.py): format bytes, accumulate rate, decode attention blocking."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import make_hardware
+from tops_advisor.errors import InputError
+from tops_advisor.llm.engines import ENGINES, engine_perf, engine_precision, get_engine
+from tops_advisor.llm.precision import Precision
+from tops_advisor.roofline import device_perf
+
+
+def test_formats_set_the_bytes_per_weight():
+    llama = get_engine("llama.cpp")
+    assert engine_precision(llama, Precision("int4"), "Q4_0").weight_bytes_per_param == 4.5 / 8
+    # gpt-fast int4: 4 bits + a bf16 scale and a bf16 zero per 32 weights = 5 bits
+    assert engine_precision(get_engine("gpt-fast"), Precision("int4")).weight_bytes_per_param == 5 / 8
+    # no format of the engine's own: the PyTorch default (int4 with an fp16 scale per 128)
+    assert engine_precision(ENGINES["pytorch"], Precision("int4")).weight_bytes_per_param == 0.5 + 2 / 128
+
+
+def test_fp16_accumulate_takes_the_faster_rate_where_the_card_has_one():
+    geforce = make_hardware(dense_tops={"fp32": 10, "fp16": 100, "fp16_fp16acc": 200})
+    perf = device_perf(geforce)
+    fast = engine_perf(get_engine("llama.cpp"), perf)
+    assert fast.matrix_ops_per_s["fp16"] == pytest.approx(2 * perf.matrix_ops_per_s["fp16"])
+    assert fast.defaults.attention_block_rows == 1.0
+    plain = engine_perf(get_engine("llama.cpp"), device_perf(make_hardware()))  # no fp16_fp16acc peak
+    assert plain.matrix_ops_per_s["fp16"] == device_perf(make_hardware()).matrix_ops_per_s["fp16"]
+    assert engine_precision(get_engine("llama.cpp"), Precision("int4")).act == "fp16"
+
+
+def test_unknown_engine_or_format_is_one_clear_error():
+    with pytest.raises(InputError, match="unknown engine"):
+        get_engine("tensorrt")
+    with pytest.raises(InputError, match="no weight format"):
+        engine_precision(get_engine("llama.cpp"), Precision("int4"), "Q3_K_S")
