@@ -342,6 +342,10 @@ def clamp(c: OpCall) -> Cost:
     bounds = sum(c.arg(i, n) is not None for i, n in ((1, "min"), (2, "max")))
     return Cost("elementwise", O.ELEMENTWISE * max(bounds, 1) * c.out.numel)
 
+# polar(abs, angle) = abs * (cos(angle) + i sin(angle)): cos, sin and two multiplies per element (DeepSeek-V2's
+# rotary embedding builds its complex frequencies this way).
+register("aten.polar")(elementwise(4.0))
+
 # Casts and factories: no arithmetic, but memory is read and/or written.
 register("aten._to_copy", "aten.to", "aten._to_dtype", "aten.type_as")(elementwise(O.CAST))
 register("aten.zeros", "aten.ones", "aten.full", "aten.zeros_like", "aten.ones_like", "aten.full_like",
@@ -463,6 +467,84 @@ register("aten.scatter", "aten.scatter_", "aten.index_put", "aten.index_put_", "
 def scatter_add(c: OpCall) -> Cost:
     # (self, dim, index, source/src): one add per source element
     return Cost("copy", O.INDEX_ADD * c.args[3].numel)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Mixture of experts. transformers 5.x runs a MoE block's experts as grouped GEMMs by default
+# (``config._experts_implementation`` "grouped_mm", transformers/integrations/moe.py): the router's top-k, a
+# sort of the (token, expert) pairs by expert, histc of the expert ids and a cumsum for the offsets, a
+# gather of the routed rows, then one grouped GEMM per projection (gate_up, down) over all experts at once.
+#
+# Routing assumption: on tensors without values the rows each expert gets are unknown; their total is not.
+# ``mat_a`` holds all S = tokens * top_k routed rows, so the operations are exact: 2 * S * K * N. Which
+# experts receive rows decides the weight bytes: an expert with no rows is skipped (CUTLASS's grouped kernel
+# gives an empty problem no tiles; the fallback's mm of zero rows launches nothing), so only the experts hit
+# are read. With each routed row on an expert drawn uniformly and independently, the expected number hit is
+# E * (1 - (1 - 1/E)^S): all E when S >> E (prefill), about k at one decoded token. The LLM builder
+# (``llm.builder.expected_experts_touched``) draws a token's k experts without repeats, E * (1 - (1 - k/E)^T);
+# the two agree as S grows and differ most at one token (top-2 of 8: 1.875 here, 2 there). Real routers are
+# skewed, which hits fewer experts: the uniform figure is the upper side of what a trained model reads.
+def experts_hit(experts: int, rows: int) -> float:
+    """Expected distinct experts among ``experts`` that ``rows`` uniform, independent picks hit."""
+    if experts <= 0 or rows <= 0:
+        return 0.0
+    return experts * (1.0 - (1.0 - 1.0 / experts) ** rows)
+
+
+@register("aten._grouped_mm", "aten._scaled_grouped_mm")
+def grouped_mm(c: OpCall) -> Cost:
+    """_grouped_mm(mat_a, mat_b, offs=None, ...). The MoE forward is 2-D x 3-D: mat_a (S, K) are the routed
+    rows sorted by expert, mat_b (E, K, N) every expert's matrix, offs (E,) where each expert's rows end.
+
+    Flops: each row multiplies one expert's K x N matrix, 2 * S * K * N (exact). Bytes: mat_a, offs and the
+    output, plus the matrices of the experts hit (``experts_hit``, the routing assumption above); a 3-D x 3-D
+    call (a batched product) reads all of mat_b. Kernels: 2 on the GPU in bf16 (CUTLASS's
+    prepare_grouped_gemm_data and the grouped GEMM, profiled on the H200, torch 2.11+cu130). fp16 and fp32 run
+    PyTorch's fallback there instead (offsets copied to the host, then one mm per expert): the handle cannot
+    tell fp16 from bf16 (it sees bytes per element), so that is left to the lowering (docs/counting.md, MoE).
+    """
+    a, b = c.args[0], c.args[1]
+    if len(a.shape) == 2 and len(b.shape) == 2:      # weight gradients: (M, sum K) @ (sum K, N) -> (G, M, N)
+        flops = 2.0 * a.shape[0] * a.shape[1] * b.shape[1]
+        groups, m = c.out.shape[0], a.shape[0]
+        return Cost("matmul", flops, gemm=GemmShape(m, b.shape[1], max(1, a.shape[1] // max(1, groups)), groups))
+    k = a.shape[-1]
+    flops = 2.0 * c.out.numel * k                    # every output element is a K-long dot product
+    if len(a.shape) == 2 and len(b.shape) == 3:      # the MoE forward
+        experts, rows, n = b.shape[0], a.shape[0], b.shape[-1]
+        hit = experts_hit(experts, rows)
+        weights = b.nbytes * hit / experts
+        gemm = GemmShape(max(1, round(rows / hit)) if hit else 0, n, k, max(1, round(hit)))
+    else:                                           # 3-D x 3-D (batched) or 3-D x 2-D: every operand read
+        weights = b.nbytes
+        gemm = GemmShape(a.shape[-2], c.out.shape[-1], k, a.shape[0] if len(a.shape) == 3 else 1)
+    others = sum(t.nbytes for t in c.inputs if t is not b)
+    return Cost("matmul", flops, bytes_read=others + weights, param_bytes=weights if b.is_param else 0.0,
+                kernels=2, gemm=gemm)
+
+
+# Routing's vector work: histc/bincount count the pairs per expert (one accumulate per element), searchsorted
+# does a binary search per element, scatter_reduce/index_reduce one reduction per source element.
+register("aten.histc", "aten.bincount")(reduction(O.REDUCTION))
+register("aten.argsort")(reduction(O.REDUCTION))
+
+
+@register("aten.searchsorted")
+def searchsorted(c: OpCall) -> Cost:
+    # searchsorted(sorted_sequence, values): log2(len) comparisons per value
+    seq, values = c.args[0], c.args[1]
+    per = max(1.0, math.log2(max(2, seq.shape[-1]))) if seq.shape else 1.0
+    n = values.numel if isinstance(values, TensorInfo) else 1
+    return Cost("reduction", O.REDUCTION * per * n)
+
+
+@register("aten.scatter_reduce", "aten.scatter_reduce_", "aten.index_reduce", "aten.index_reduce_")
+def scatter_reduce(c: OpCall) -> Cost:
+    # (self, dim, index, src/source, reduce, ...): one reduction per source element
+    return Cost("copy", O.INDEX_ADD * c.args[3].numel)
+
+
+register(*_with_inplace("index_fill"))(copy())
 
 
 def lookup(name: str) -> Handle | None:
