@@ -28,7 +28,15 @@ from ..catalog import Hardware
 from ..errors import InputError, LLMConfigError, UnsupportedPrecisionError
 from .builder import KERNEL_LAYOUTS, PHASES, build_workload, check_sizes
 from .config import LLMConfig
-from .memory import MemoryBreakdown, devices_needed, max_batch, max_context, memory_breakdown
+from .memory import (
+    MLA_NOTE,
+    MemoryBreakdown,
+    devices_needed,
+    max_batch,
+    max_context,
+    memory_breakdown,
+    window_caps,
+)
 from .parallel import MAX_TP, NVLINK_NODE_GPUS, Link, link_for, rank_shape, tp_comm_time_s, valid_tp_degrees
 from .precision import Precision, make_precision
 
@@ -103,6 +111,7 @@ class LLMAnalysis(BaseModel):
     reasons: Lines = ()                  # why it cannot run as asked
     suggestions: Lines = ()              # what would make it possible
     notes: Lines = ()
+    warnings: Lines = ()                 # config keys that may change cost but are not modelled
 
     # headline numbers (base units)
     @property
@@ -375,6 +384,11 @@ def _notes(p: Precision, tp: int, hardware: Hardware, runner: _Runner, dec: Phas
     if n.request:
         notes.append(f"time per output token is the decode step at context {n.decode_ctx} "
                      f"(the middle of the generation)")
+    window = window_caps(runner.cfg, n.kv_tokens)
+    if window:
+        notes.append(window)
+    if runner.cfg.is_mla:
+        notes.append(MLA_NOTE)
     return notes
 
 
@@ -422,7 +436,7 @@ def analyze_llm(cfg: LLMConfig, hardware: Hardware, *, batch: int = 1, phase: st
         memory=mem, link=runner.link.name if runner.link else None, request_latency_s=request_latency,
         max_batch=mb, max_context=mc, devices_needed=need, decode_compute_bound_batch=crossover,
         gemm_ridge_batch=ridge, reasons=tuple(reasons), suggestions=tuple(suggestions),
-        notes=tuple(_notes(p, tp, hardware, runner, dec, n)))
+        notes=tuple(_notes(p, tp, hardware, runner, dec, n)), warnings=cfg.warnings)
 
 
 def _suggest(cfg: LLMConfig, runner: _Runner, batch: int, n: _Lengths, need: int | None, mb: int, mc: int,

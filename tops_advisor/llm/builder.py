@@ -141,7 +141,7 @@ class _Builder:
                                  flops_per_elem=ops)
 
     def layer(self, i: int) -> None:
-        cfg, t, h, s = self.cfg, self.t, self.cfg.hidden_size, self.s
+        cfg, t, h = self.cfg, self.t, self.cfg.hidden_size
         mod = f"layers.{i}"
         fused_norms = self.layout == "fused" and cfg.norm == "rmsnorm" and cfg.norms_per_layer == 2
         if not (fused_norms and i > 0):

@@ -41,7 +41,8 @@ _KEYS = {
     "head_dim": ("head_dim",),
 }
 _REQUIRED = ("hidden_size", "num_layers", "num_heads", "vocab_size")
-# Every other key this parser reads; a key neither here, in _KEYS nor in families.IGNORABLE_KEYS warns.
+# Every other key this parser reads; a key neither here, in _KEYS nor in families.IGNORABLE_KEYS warns
+# (except private keys, named with a leading underscore: "_comment", transformers' "_attn_implementation").
 _READ_KEYS = frozenset({
     "tie_word_embeddings", "attention_bias", "mlp_bias", "qkv_bias", "sliding_window", "use_sliding_window",
     "max_window_layers", "layer_types", "sliding_window_pattern", "_sliding_window_pattern",
@@ -405,7 +406,7 @@ def config_warnings(raw: dict, model_type: str, act: str) -> tuple[str, ...]:
         if key in F.COST_KEYS:
             if not _neutral(value):
                 out.append(f"{key}: " + F.COST_KEYS[key].format(value=_short(value)))
-        elif key not in _READ_KEYS and key not in F.IGNORABLE_KEYS:
+        elif key not in _READ_KEYS and key not in F.IGNORABLE_KEYS and not key.startswith("_"):
             out.append(f"{key} = {_short(value)} is not modelled and may change the cost")
     return tuple(out)
 

@@ -25,31 +25,41 @@ from ..errors import LLMConfigError
 CHECKED_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "gemma", "gemma2",
                     "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3", "gpt2")
 
-_GEMMA = {"tie_word_embeddings": True, "head_dim": 256, "attention_bias": False}
-_QWEN = {"tie_word_embeddings": False, "use_sliding_window": False, "max_window_layers": 28}
-_DEEPSEEK = {"tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False, "kv_lora_rank": 512,
-             "q_lora_rank": 1536, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}
-# Class defaults of the keys this tool reads, per model type (transformers 5.24 configuration classes).
+_GEMMA = {"tie_word_embeddings": True, "head_dim": 256, "attention_bias": False, "max_position_embeddings": 8192}
+_QWEN = {"tie_word_embeddings": False, "use_sliding_window": False, "max_window_layers": 28,
+         "max_position_embeddings": 32768, "hidden_act": "silu"}
+_DEEPSEEK = {"tie_word_embeddings": False, "attention_bias": False, "kv_lora_rank": 512, "q_lora_rank": 1536,
+             "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "hidden_act": "silu"}
+# Class defaults of the keys this tool reads, per model type (transformers 5.24 configuration classes). Some
+# are literal numbers where one might expect a derived one: Mistral's 8 KV heads, Gemma's 16, Qwen3's head_dim
+# of 128 whatever the hidden size.
 DEFAULTS: dict[str, dict] = {
-    "llama": {"tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False, "hidden_act": "silu"},
-    "mistral": {"tie_word_embeddings": False, "sliding_window": 4096, "hidden_act": "silu"},
+    "llama": {"tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False, "hidden_act": "silu",
+              "max_position_embeddings": 2048},
+    "mistral": {"tie_word_embeddings": False, "sliding_window": 4096, "hidden_act": "silu",
+                "num_key_value_heads": 8, "max_position_embeddings": 131072},
     "mixtral": {"tie_word_embeddings": False, "sliding_window": None, "num_local_experts": 8,
-                "num_experts_per_tok": 2, "hidden_act": "silu"},
-    "qwen2": {**_QWEN, "sliding_window": None, "hidden_act": "silu"},
-    "qwen3": {**_QWEN, "sliding_window": None, "attention_bias": False, "hidden_act": "silu"},
+                "num_experts_per_tok": 2, "hidden_act": "silu", "num_key_value_heads": 8,
+                "max_position_embeddings": 131072},
+    "qwen2": {**_QWEN, "sliding_window": None, "num_key_value_heads": 32},
+    "qwen3": {**_QWEN, "sliding_window": None, "attention_bias": False, "num_key_value_heads": 32, "head_dim": 128},
     "qwen2_moe": {**_QWEN, "sliding_window": 0, "num_experts": 60, "num_experts_per_tok": 4,
                   "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
-                  "decoder_sparse_step": 1, "mlp_only_layers": [], "qkv_bias": True, "hidden_act": "silu"},
-    "gemma": {**_GEMMA, "hidden_act": "gelu_pytorch_tanh"},
-    "gemma2": {**_GEMMA, "sliding_window": 4096, "hidden_activation": "gelu_pytorch_tanh"},
+                  "decoder_sparse_step": 1, "mlp_only_layers": [], "qkv_bias": True, "num_key_value_heads": 16},
+    "gemma": {**_GEMMA, "hidden_act": "gelu_pytorch_tanh", "num_key_value_heads": 16},
+    "gemma2": {**_GEMMA, "sliding_window": 4096, "hidden_activation": "gelu_pytorch_tanh",
+               "num_key_value_heads": 4},
     "gemma3_text": {**_GEMMA, "sliding_window": 4096, "hidden_activation": "gelu_pytorch_tanh",
-                    "_sliding_window_pattern": 6},
-    "phi3": {"tie_word_embeddings": False, "sliding_window": None, "hidden_act": "silu"},
-    "deepseek_v2": {**_DEEPSEEK, "first_k_dense_replace": 0, "n_routed_experts": 64, "n_shared_experts": 2,
-                    "num_experts_per_tok": None, "moe_intermediate_size": 1407, "hidden_act": "silu"},
+                    "_sliding_window_pattern": 6, "num_key_value_heads": 4, "max_position_embeddings": 131072},
+    "phi3": {"tie_word_embeddings": False, "sliding_window": None, "hidden_act": "silu",
+             "max_position_embeddings": 4096},
+    "deepseek_v2": {**_DEEPSEEK, "mlp_bias": False, "first_k_dense_replace": 0, "n_routed_experts": 64,
+                    "n_shared_experts": 2, "num_experts_per_tok": None, "moe_intermediate_size": 1407,
+                    "max_position_embeddings": 2048},
     "deepseek_v3": {**_DEEPSEEK, "first_k_dense_replace": 3, "n_routed_experts": 256, "n_shared_experts": 1,
-                    "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "hidden_act": "silu"},
-    "gpt2": {"tie_word_embeddings": True, "activation_function": "gelu_new", "n_inner": None},
+                    "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "num_key_value_heads": 128,
+                    "max_position_embeddings": 4096},
+    "gpt2": {"tie_word_embeddings": True, "activation_function": "gelu_new", "n_inner": None, "n_positions": 1024},
 }
 
 # Families whose layers carry four norms (Gemma-2/3: post-attention and pre/post-feedforward) and per-head
@@ -77,6 +87,8 @@ IGNORABLE_KEYS = frozenset({
     "torch_dtype", "dtype", "use_cache", "return_dict", "output_attentions", "output_hidden_states",
     "output_router_logits", "chunk_size_feed_forward", "_attn_implementation", "attn_implementation",
     "torchscript", "tie_encoder_decoder", "is_decoder", "add_cross_attention", "pretraining_tp",
+    "cache_implementation",  # which cache class generate() uses; the windows it follows are modelled
+    "sliding_window_size",   # an early duplicate of sliding_window in Gemma-2 files; no class reads it
     # training only: initialisation, dropout, auxiliary losses
     "initializer_range", "initializer_factor", "attention_dropout", "hidden_dropout", "dropout", "resid_pdrop",
     "embd_pdrop", "attn_pdrop", "hidden_dropout_prob", "attention_probs_dropout_prob", "router_aux_loss_coef",

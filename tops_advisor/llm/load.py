@@ -14,7 +14,8 @@ from .config import LLMConfig, config_from_dict
 from .presets import PRESETS, preset_config
 
 
-def load_config_file(path: Path | str) -> LLMConfig:
+def load_config_file(path: Path | str, use_transformers: bool | None = None) -> LLMConfig:
+    """A ``config.json`` (or a directory holding one), completed by its transformers class when installed."""
     path = Path(path)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -23,24 +24,31 @@ def load_config_file(path: Path | str) -> LLMConfig:
     except IsADirectoryError:
         raw_path = path / "config.json"
         if raw_path.is_file():
-            return load_config_file(raw_path)
+            return load_config_file(raw_path, use_transformers)
         raise LLMConfigError(f"{path} is a directory without a config.json") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise LLMConfigError(f"config file {path} cannot be read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise LLMConfigError(f"config file {path} is not valid JSON: {exc}") from None
     name = path.parent.name if path.name == "config.json" else path.stem
-    return config_from_dict(raw, name=name, source=str(path))
+    return config_from_dict(raw, name=name, source=str(path), use_transformers=use_transformers)
 
 
-def load_config(spec: str | Path) -> LLMConfig:
-    """A preset name ('llama3-8b') or the path of a config.json (or of a directory holding one)."""
+def load_config(spec: str | Path, strict: bool = False) -> LLMConfig:
+    """A preset name ('llama3-8b') or the path of a config.json (or of a directory holding one).
+    ``strict``: refuse a config with warnings (keys that may change cost but are not modelled)."""
     text = str(spec)
     path = Path(text)
     if path.exists():
-        return load_config_file(path)
-    if text.lower() in PRESETS:
-        return preset_config(text)
-    if text.endswith(".json") or "/" in text or "\\" in text:
+        cfg = load_config_file(path)
+    elif text.lower() in PRESETS:
+        cfg = preset_config(text)
+    elif text.endswith(".json") or "/" in text or "\\" in text:
         raise LLMConfigError(f"config file {text} does not exist")
-    return preset_config(text)  # raises with the closest preset names
+    else:
+        cfg = preset_config(text)  # raises with the closest preset names
+    if strict and cfg.warnings:
+        n = len(cfg.warnings)
+        raise LLMConfigError(f"{cfg.source}: refused under --strict, {n} warning{'s' if n > 1 else ''}: "
+                             + "; ".join(cfg.warnings), hint="drop --strict to predict with these as warnings")
+    return cfg

@@ -63,5 +63,7 @@ def preset_config(name: str) -> LLMConfig:
     if key not in PRESETS:
         raise LLMConfigError(f"unknown model {name!r}: not a config file and not a preset",
                              hint=did_you_mean(name, PRESETS) or f"presets: {', '.join(PRESETS)}")
-    cfg = config_from_dict(PRESETS[key], name=key, source=f"preset {key} ({PRESETS[key]['_name_or_path']})")
+    # complete dicts: read through the defaults table, not transformers (no torch import, same on every host)
+    cfg = config_from_dict(PRESETS[key], name=key, source=f"preset {key} ({PRESETS[key]['_name_or_path']})",
+                           use_transformers=False)
     return cfg.model_copy(update={"name": key})
