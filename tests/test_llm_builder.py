@@ -150,3 +150,63 @@ def test_workload_predicts_on_the_roofline():
     # floor: every weight byte read once at the datasheet bandwidth (16.06 GB / 4.8 TB/s = 3.3 ms)
     assert pred.latency_s > w.param_bytes / hw.memory_bandwidth_bytes_per_s
     assert pred.bound in ("memory", "overhead")
+
+
+# --- multi-head latent attention, per-layer windows, shared experts ------------------------------------------
+def _v2_lite():
+    from pathlib import Path
+
+    return load_config(Path(__file__).parent / "fixtures" / "hf_configs" / "deepseek-v2-lite.json")
+
+
+def test_mla_decode_attends_in_the_absorbed_form_over_the_latent_cache():
+    cfg = _v2_lite()  # 16 heads; kv_lora_rank 512, qk_rope 64, qk_nope 128, v_head 128
+    w = build_workload(cfg, phase="decode", batch=2, context=100)
+    att = _ops(w, "scaled_dot_product_attention")[0]
+    # QK over 512 + 64 and PV over 512, per pair; 101 keys, 16 heads, 2 sequences
+    assert att.flops == 2 * (576 + 512) * 101 * 16 * 2
+    # the cache read: 2 sequences x 101 tokens x 576 x 2 bytes, plus the absorbed queries in (16 x 576 x 2 each)
+    assert att.bytes_read == 2 * 101 * 576 * 2 + 2 * 16 * 576 * 2
+    assert att.gemm.m == 16 and att.gemm.k == 576  # all 16 heads share the one latent: packed as rows
+    q_abs = _ops(w, "q_absorb")[0]
+    assert (q_abs.gemm.m, q_abs.gemm.n, q_abs.gemm.k, q_abs.gemm.batch) == (2, 512, 128, 16)
+    # per layer the attention's weights are read once: q 2048 x 16 x 192, kv_a 2048 x 576, kv_b's two halves
+    # 16 x 128 x 512 each (W_UK, W_UV), o 16 x 128 x 2048
+    layer0 = [op for op in w.ops if op.module.startswith("layers.0.self_attn") and op.kind == "matmul"]
+    weights = 2048 * 16 * 192 + 2048 * 576 + 2 * 16 * 128 * 512 + 16 * 128 * 2048
+    assert sum(op.param_bytes for op in layer0) == 2 * weights
+    assert _ops(w, "latent_cache_write")[0].bytes_written == 2 * 576 * 2
+    assert not _ops(w, "kv_b_proj")
+
+
+def test_mla_prefill_expands_the_latent():
+    cfg = _v2_lite()
+    w = build_workload(cfg, phase="prefill", batch=1, context=64)
+    kv_b = _ops(w, "kv_b_proj")[0]
+    assert (kv_b.gemm.m, kv_b.gemm.n, kv_b.gemm.k) == (64, 16 * (128 + 128), 512)
+    # causal: 64 x 65 / 2 pairs; QK over 192, PV over 128
+    assert _ops(w, "scaled_dot_product_attention")[0].flops == 2 * (192 + 128) * 2080 * 16
+
+
+def test_dense_first_layer_and_shared_experts():
+    cfg = _v2_lite()  # first_k_dense_replace 1: layer 0 dense (10944), layers 1-26 experts + 2 shared
+    w = build_workload(cfg, phase="decode", batch=1, context=10)
+    down = [op for op in w.ops if op.name == "down_proj"]
+    assert down[0].module == "layers.0.mlp.down_proj" and down[0].gemm.k == 10944
+    shared = [op for op in down if ".moe.shared_experts." in op.module]
+    assert len(shared) == 26 and shared[0].gemm.k == 2 * 1408
+    assert not any(op.module.startswith("layers.0.moe") for op in w.ops)
+
+
+def test_alternating_windows_cap_only_the_local_layers():
+    from pathlib import Path
+
+    cfg = load_config(Path(__file__).parent / "fixtures" / "hf_configs" / "gemma-2-9b.json")
+    w = build_workload(cfg, phase="decode", batch=1, context=6000)
+    spans = [op.gemm.n for op in _ops(w, "scaled_dot_product_attention")]
+    assert spans[:4] == [4096, 6001, 4096, 6001]
+    assert any("sliding window of 4096 tokens on 21 of 42 layers" in n for n in w.notes)
+    # four norms per layer (input, post-attention, pre- and post-feedforward)
+    assert {op.module.split(".")[2] for op in w.ops if op.module.startswith("layers.0.") and "layernorm" in
+            op.module} == {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                           "post_feedforward_layernorm"}

@@ -111,3 +111,51 @@ def test_config_is_a_frozen_hashable_model_whose_dump_adds_the_counts():
         a.hidden_size = 1
     d = a.model_dump()
     assert d["params"] == 6_738_415_616 and d["active_params"] == d["params"] and d["norm"] == "rmsnorm"
+
+
+# --- families read as their authors define them (the table path: no transformers needed) -----------------------
+def test_class_defaults_apply_to_keys_a_file_leaves_out():
+    gemma = config_from_dict({**LLAMA, "model_type": "gemma", "num_key_value_heads": 4}, use_transformers=False)
+    assert gemma.tie_word_embeddings and gemma.head_dim == 256  # GemmaConfig: tied, head_dim 256
+    mistral = config_from_dict({**LLAMA, "model_type": "mistral", "num_key_value_heads": 4},
+                               use_transformers=False)
+    assert mistral.sliding_window == 4096 and mistral.windowed_layers == 2  # MistralConfig: 4096, every layer
+    qwen = config_from_dict({**LLAMA, "model_type": "qwen2", "num_key_value_heads": 4}, use_transformers=False)
+    assert qwen.sliding_window is None  # use_sliding_window false by default
+    with pytest.raises(LLMConfigError, match=r"num_key_value_heads 32 \(not in the file: its class's default\)"):
+        config_from_dict({**LLAMA, "model_type": "qwen2"}, use_transformers=False)  # Qwen2Config: 32
+
+
+def test_qwen2_biases_q_k_v_but_not_o():
+    cfg = config_from_dict({**LLAMA, "model_type": "qwen2", "num_key_value_heads": 4}, use_transformers=False)
+    assert cfg.qkv_bias and not cfg.o_bias
+    llama = config_from_dict({**LLAMA, "model_type": "llama"})
+    # 64 + 2 x (4 KV heads x 16) = 192 bias elements per layer, 2 layers
+    assert cfg.params - llama.params == 2 * (64 + 2 * 64)
+    biased = config_from_dict({**LLAMA, "model_type": "llama", "attention_bias": True})
+    assert biased.qkv_bias and biased.o_bias and biased.params - llama.params == 2 * (64 + 2 * 64 + 64)
+
+
+def test_deepseek_v2_lite_params_by_hand():
+    from pathlib import Path
+
+    cfg = load_config(Path(__file__).parent / "fixtures" / "hf_configs" / "deepseek-v2-lite.json")
+    h, heads = 2048, 16
+    attn = (h * heads * 192                 # q_proj (q_lora_rank null): 16 heads x (128 nope + 64 rope)
+            + h * 576 + 512                 # kv_a_proj_with_mqa to 512 latent + 64 rotary key; its norm
+            + 512 * heads * (128 + 128)     # kv_b_proj to the heads' non-rotary keys and values
+            + heads * 128 * h)              # o_proj
+    dense = 3 * h * 10944
+    moe = 64 * 3 * h * 1408 + 64 * h + 3 * h * 2 * 1408  # routed experts, router, 2 shared as one MLP
+    total = 27 * (attn + 2 * h) + dense + 26 * moe + 2 * 102400 * h + h
+    assert cfg.params == total == 15_706_484_224
+
+
+def test_latent_query_compression_by_hand():
+    raw = {"model_type": "deepseek_v2", "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
+           "intermediate_size": 96, "vocab_size": 100, "n_routed_experts": 1, "q_lora_rank": 24,
+           "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16}
+    cfg = config_from_dict(raw, use_transformers=False)
+    # q_a 64 x 24 + its norm 24 + q_b 24 x 4 x 24; kv_a 64 x 24 + norm 16; kv_b 16 x 4 x 32; o 4 x 16 x 64
+    attn = 64 * 24 + 24 + 24 * 96 + 64 * 24 + 16 + 16 * 128 + 64 * 64
+    assert cfg.params == attn + 3 * 64 * 96 + 2 * 64 + 2 * 100 * 64 + 64

@@ -87,3 +87,18 @@ def test_tensor_parallel_splits_weights_and_kv():
     norms = (2 * 32 + 1) * 4096 * 2  # replicated on every rank
     assert weight_bytes(cfg, BF16, tp=4) == pytest.approx((weight_bytes(cfg, BF16) - norms) / 4 + norms)
     assert kv_bytes_per_token(cfg, BF16, tp=4) == 524_288 / 4
+
+
+def test_latent_cache_is_whole_on_every_rank_and_expert_widths_split():
+    from pathlib import Path
+
+    from tops_advisor.llm.parallel import valid_tp_degrees
+
+    cfg = load_config(Path(__file__).parent / "fixtures" / "hf_configs" / "deepseek-v2-lite.json")
+    # MLA's latent is one shared "KV head": every rank keeps all 27 x 576 elements per token
+    assert kv_bytes_per_token(cfg, BF16, tp=2) == kv_bytes_per_token(cfg, BF16) == 31_104
+    # heads 16, dense 10944 = 2^6 x 171, experts 1408 = 2^7 x 11, shared 2816: 1, 2, 4, 8, 16 divide all
+    assert valid_tp_degrees(cfg, 16) == [1, 2, 4, 8, 16]
+    # replicated on every rank: kv_a_proj_with_mqa (2048 x 576), the norms and the routers: a little over half
+    half = weight_bytes(cfg, BF16, tp=2)
+    assert weight_bytes(cfg, BF16) / 2 < half < weight_bytes(cfg, BF16) / 2 * 1.01

@@ -296,8 +296,9 @@ def _optional_int(raw: dict, where: str, field: str, default):
     return default if key is None else _int(where, key, value)
 
 
-def _sizes(d: dict, where: str) -> dict:
-    """The integer sizes: hidden, layers, heads, KV heads, head_dim, intermediate, vocabulary, positions."""
+def _sizes(d: dict, where: str, given=()) -> dict:
+    """The integer sizes: hidden, layers, heads, KV heads, head_dim, intermediate, vocabulary, positions.
+    ``given``: the keys the file itself holds (an error says when a size is its class's default)."""
     vals: dict[str, int | None] = {}
     for field in ("hidden_size", "num_layers", "num_heads", "vocab_size"):
         key, value = _first(d, field)
@@ -305,8 +306,9 @@ def _sizes(d: dict, where: str) -> dict:
     h, heads = vals["hidden_size"], vals["num_heads"]
     kv_heads = _optional_int(d, where, "num_kv_heads", heads)
     if kv_heads > heads or heads % kv_heads:
+        default = "" if _first(d, "num_kv_heads")[0] in given else " (not in the file: its class's default)"
         raise LLMConfigError(f"{where}: num_attention_heads {heads} is not a multiple of "
-                             f"num_key_value_heads {kv_heads}")
+                             f"num_key_value_heads {kv_heads}{default}")
     if _first(d, "head_dim")[0] is None and h % heads and not d.get("kv_lora_rank"):
         raise LLMConfigError(f"{where}: hidden size {h} is not divisible by {heads} attention heads "
                              f"({h} / {heads} = {h / heads:.3g})",
@@ -428,7 +430,7 @@ def config_from_dict(raw: dict, name: str = "model", source: str = "",
     gpt_style = _is_gpt_style(raw)
     _check_required(raw, where, gpt_style)
     d = F.complete(raw, model_type, where, use_transformers)
-    sizes = _sizes(d, where)
+    sizes = _sizes(d, where, given=set(raw))
     layers = sizes["num_layers"]
     sizes.update(_mla(d, where))
     mlp = _mlp(d, gpt_style, model_type)
