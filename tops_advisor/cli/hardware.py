@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from ..catalog.schema import Segment
+from ..render.console import console
 from ..units import PEAK_KEYS
-from .common import catalog_option, console, echo_json, get_catalog, json_option
+from .common import catalog_option, echo_json, get_catalog, json_option
 
 SEGMENTS = typing.get_args(Segment)
 EXIT_INVALID = 1
@@ -30,7 +31,7 @@ def hardware() -> None:
 def list_(segment, min_memory_gb, precision, catalog_dirs, as_json):
     """List the devices in the catalog."""
     from ..errors import InputError
-    from ..render.hardware import device_record, list_columns, list_row, list_title
+    from ..render.hardware import device_record
     from ..units import parse_precision
 
     if min_memory_gb is not None and min_memory_gb < 0:
@@ -44,18 +45,10 @@ def list_(segment, min_memory_gb, precision, catalog_dirs, as_json):
     if as_json:
         echo_json([device_record(hw) for hw in devices])
         return
-    from rich import box
-    from rich.table import Table
+    from ..render.hardware_tables import list_table
 
     out = console()
-    with_name = out.width >= 100  # names wrap badly in narrow terminals; ids are what commands take
-    table = Table(title=list_title(len(devices), precision), title_justify="left", box=box.SIMPLE_HEAD)
-    cols = list_columns(precision, with_name)
-    for i, col in enumerate(cols):
-        table.add_column(col, justify="right" if 0 < i < len(cols) - with_name else "left")
-    for hw in devices:
-        table.add_row(*list_row(hw, precision, with_name))
-    out.print(table)
+    out.print(list_table(devices, precision, out.width))
     if not devices:
         click.echo("no device matches these filters", err=True)
 
@@ -66,32 +59,21 @@ def list_(segment, min_memory_gb, precision, catalog_dirs, as_json):
 @json_option
 def show(device, catalog_dirs, as_json):
     """Everything known about DEVICE (an id or alias), with the source of each number."""
-    from ..render.hardware import device_record, peak_rows, show_rows, source_lines
+    from ..render.hardware import device_record, source_lines
+    from ..render.hardware_tables import show_tables
 
     catalog = get_catalog(catalog_dirs)
     hw = catalog.get(device)
     if as_json:
         echo_json(device_record(hw))
         return
-    from rich.table import Table
-
     out = console()
     origin = catalog.origins.get(hw.id)
     out.print(f"[bold]{hw.name}[/bold] ({hw.id})" + (f"  from {origin}" if origin else ""))
     if hw.aliases:
         out.print(f"aliases: {', '.join(hw.aliases)}")
-    facts = Table(show_header=True)
-    for col in ("field", "value", "source"):
-        facts.add_column(col, overflow="fold")
-    for row in show_rows(hw):
-        facts.add_row(*row)
-    out.print(facts)
-    peaks = Table(title="Peaks (TOPS = 1e12 ops/s; a multiply-add is 2 ops)", title_justify="left")
-    for i, col in enumerate(("precision", "dense", "2:4 sparse", "dense TOPS/W", "ridge ops/byte", "source")):
-        peaks.add_column(col, justify="right" if 0 < i < 5 else "left", overflow="fold")
-    for row in peak_rows(hw):
-        peaks.add_row(*row)
-    out.print(peaks)
+    for table in show_tables(hw):
+        out.print(table)
     if hw.notes:
         out.print("[bold]Notes[/bold]")
         for n in hw.notes:
@@ -108,7 +90,7 @@ def show(device, catalog_dirs, as_json):
 def compare(devices, catalog_dirs, as_json):
     """Compare DEVICES side by side: dense and sparse peaks, bandwidth, memory, power, TOPS/W."""
     from ..errors import InputError
-    from ..render.hardware import compare_record, compare_rows
+    from ..render.hardware import compare_record
 
     catalog = get_catalog(catalog_dirs)
     chosen = []
@@ -122,16 +104,11 @@ def compare(devices, catalog_dirs, as_json):
     if as_json:
         echo_json([compare_record(hw) for hw in chosen])
         return
-    from rich.table import Table
+    from ..render.hardware_tables import compare_tables
 
-    table = Table(title="Key parameters (dense and 2:4 sparse never mixed; TOPS/W uses TDP)",
-                  title_justify="left")
-    table.add_column("parameter", no_wrap=True)
-    for hw in chosen:
-        table.add_column(hw.id, justify="right", overflow="fold")
-    for row in compare_rows(chosen):
-        table.add_row(*row)
-    console().print(table)
+    out = console()
+    for table in compare_tables(chosen, out.width):
+        out.print(table)
 
 
 def _validate_paths(paths: tuple[Path, ...]) -> list[dict]:

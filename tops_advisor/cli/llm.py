@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from .common import catalog_option, console, echo_json, get_catalog, json_option
+from ..render.console import console
+from .common import catalog_option, echo_json, get_catalog, json_option
 
 
 @click.command()
@@ -33,33 +34,34 @@ from .common import catalog_option, console, echo_json, get_catalog, json_option
 @click.option("--calibration", "calibration_path", type=click.Path(path_type=Path),
               help="Calibration file from `tops-advisor probe` (default: saved or shipped one for the device).")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even if a calibration exists.")
+@click.option("--strict", is_flag=True, help="Refuse a config with keys that may change the cost but are not modelled.")
 @catalog_option
 @json_option
 def llm(config, hardware_name, phase, batch, context, prompt, generate, weight_dtype, act_dtype, kv_dtype, mode,
-        tp, layout, calibration_path, no_calibration, catalog_dirs, as_json):
+        tp, layout, calibration_path, no_calibration, strict, catalog_dirs, as_json):
     """Predict an LLM's prefill and decode on one device kind: CONFIG is a config.json or a preset
     (llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, mistral-7b, mixtral-8x7b, gpt3-175b)."""
     from ..accuracy import llm_expected_error
     from ..api import calibration_for
     from ..llm import analyze_llm, load_config
     from ..llm.analysis import precision_for, roofline_predictor
+    from ..render.progress import progress
 
-    cfg = load_config(config)
+    cfg = load_config(config, strict=strict)
     hw = get_catalog(catalog_dirs).get(hardware_name)
     precision = precision_for(hw, weight_dtype, act_dtype, kv_dtype)
     cal, source = calibration_for(hw, calibration_path, use=not no_calibration)
-    result = analyze_llm(cfg, hw, batch=batch, phase=phase, context=context, prompt=prompt, generate=generate,
-                         precision=precision, tp=tp, mode=mode, layout=layout, calibration=cal,
-                         predictor=roofline_predictor(hw, cal, source))
+    with progress(f"predicting {getattr(cfg, 'name', config)} on {hw.id}", enabled=not as_json):
+        result = analyze_llm(cfg, hw, batch=batch, phase=phase, context=context, prompt=prompt, generate=generate,
+                             precision=precision, tp=tp, mode=mode, layout=layout, calibration=cal,
+                             predictor=roofline_predictor(hw, cal, source))
+    band = llm_expected_error(hw, cal is not None)
     if as_json:
         d = result.model_dump()
         d["calibration"] = source or None
-        d["expected_error"] = llm_expected_error(hw, cal is not None)
+        d["expected_error"] = band
         echo_json(d)
         return
     from ..render.llm import render_llm
 
-    render_llm(result, hw, source, console())
-    band = llm_expected_error(hw, cal is not None)
-    if band:
-        console().print(f"  [dim]{band['text']}[/dim]")
+    render_llm(result, hw, source, console(), band=band)

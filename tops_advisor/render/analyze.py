@@ -8,7 +8,7 @@ from rich.table import Table
 
 from ..formatting import format_seconds
 from ..roofline import Prediction
-from .tables import bullet, name_column, new_table, number_column, word_column
+from .tables import FittedTable, bullet, name_column, new_table, number_column, word_column
 
 BOUND_ORDER = ("compute", "memory", "overhead")
 
@@ -37,8 +37,8 @@ def time_line(pred: Prediction) -> str:
 
 
 def summary_table(pred: Prediction, hw_name: str) -> Table:
-    t = Table(title=f"{pred.workload} on {hw_name}", show_header=False, title_justify="left", box=None,
-              padding=(0, 1, 0, 0))
+    t = FittedTable(title=f"{pred.workload} on {hw_name}", show_header=False, title_justify="left", box=None,
+                    padding=(0, 1, 0, 0))
     t.add_column(style="bold", no_wrap=True)
     t.add_column(overflow="fold")
     cal = f"calibrated ({pred.calibration_source})" if pred.calibrated else "datasheet defaults (no calibration)"

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from ..formatting import fmt_bytes, fmt_intensity, fmt_ops
 from ..workload import Workload
+from .tables import name_column, new_table, number_column
 
 TOP_LEVEL = "(top level)"
 
@@ -50,24 +51,25 @@ def group_ops(w: Workload, by: str = "module", depth: int | None = 2) -> list[Gr
 
 
 def ops_table(w: Workload, by: str = "module", depth: int | None = 2) -> Table:
-    """One row per module (or operator), then totals."""
+    """One row per module (or operator), then totals: operators (calls), operations, share, bytes, weight bytes
+    and operations per byte; per operator also its kind. Kernels are in ``summary_lines`` (one per operator but
+    for a few fused or split ones), which keeps the table within 80 columns."""
     first = "operator" if by == "op" else "module"
     title = f"{w.name}: batch {w.batch}, {w.dtype}" + (f" ({w.source})" if w.source else "")
-    t = Table(title=title, title_justify="left", show_footer=True)
+    t = new_table(title, show_footer=True)
     total = w.flops
-    t.add_column(first, footer="total", no_wrap=True)
-    t.add_column("calls" if by == "op" else "ops", justify="right", footer=str(len(w.ops)))
-    t.add_column("operations", justify="right", footer=fmt_ops(total))
-    t.add_column("share", justify="right", footer="100%" if total else "-")
-    t.add_column("bytes", justify="right", footer=fmt_bytes(w.bytes))
-    t.add_column("param bytes", justify="right", footer=fmt_bytes(sum(op.param_bytes for op in w.ops)))
-    t.add_column("ops/byte", justify="right", footer=fmt_intensity(total, w.bytes))
-    t.add_column("kernels", justify="right", footer=str(w.kernels))
+    name_column(t, first, min_width=12, footer="total")
+    number_column(t, "calls" if by == "op" else "ops", footer=str(len(w.ops)))
+    number_column(t, "operations", footer=fmt_ops(total))
+    number_column(t, "share", footer="100%" if total else "-")
+    number_column(t, "bytes", footer=fmt_bytes(w.bytes))
+    number_column(t, "weights", footer=fmt_bytes(sum(op.param_bytes for op in w.ops)))
+    number_column(t, "ops/\nbyte", footer=fmt_intensity(total, w.bytes))
     if by == "op":
-        t.add_column("kind", no_wrap=True)
+        name_column(t, "kind", min_width=8)
     for g in group_ops(w, by, depth):
         row = [g.key, str(g.calls), fmt_ops(g.flops), f"{g.flops / total:.1%}" if total else "-",
-               fmt_bytes(g.bytes), fmt_bytes(g.param_bytes), fmt_intensity(g.flops, g.bytes), str(g.kernels)]
+               fmt_bytes(g.bytes), fmt_bytes(g.param_bytes), fmt_intensity(g.flops, g.bytes)]
         if by == "op":
             row.append(", ".join(g.kinds))
         t.add_row(*row)

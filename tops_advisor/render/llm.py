@@ -7,6 +7,7 @@ from rich.table import Table
 from ..formatting import fmt_gb, format_seconds
 from ..llm.analysis import CROSSOVER_SEARCH_MAX_BATCH
 from ..llm.parallel import MAX_TP
+from .tables import FittedTable, bullet
 
 
 def llm_table(r, hw, source: str) -> Table:
@@ -15,10 +16,10 @@ def llm_table(r, hw, source: str) -> Table:
     what = (f"prefill of {r.prefill.context} tokens" if r.phase == "prefill"
             else f"decode step at context {r.decode.context}")
     devices = f"{r.tp} x {hw.name}" if r.tp > 1 else hw.name
-    t = Table(title=f"{r.model} on {devices}: {what}, batch {r.batch}, {r.mode} mode, {r.layout} kernels",
-              show_header=False, title_justify="left")
-    t.add_column(style="bold")
-    t.add_column()
+    t = FittedTable(title=f"{r.model} on {devices}: {what}, batch {r.batch}, {r.mode} mode, {r.layout} kernels",
+                    show_header=False, title_justify="left")
+    t.add_column(style="bold", overflow="fold", min_width=12)
+    t.add_column(overflow="fold", ratio=1)
     t.add_row("Precision", r.precision.describe())
     t.add_row("Latency", f"{format_seconds(r.latency_s)} per {'prefill' if r.phase == 'prefill' else 'step'} "
                          f"(bound: {r.bound})")
@@ -83,16 +84,19 @@ def decode_bound_note(r, hw) -> str | None:
             "useful work; kernels made for this shape (GEMV, split-K decode attention) would be memory-bound")
 
 
-def render_llm(r, hw, source: str, out) -> None:
-    """The table, then why it is not possible and what would make it possible, on the rich console ``out``."""
+def render_llm(r, hw, source: str, out, band: dict | None = None) -> None:
+    """The table, then why it is not possible and what would make it possible, the notes, the expected-error
+    ``band`` (``accuracy.llm_expected_error``) and the warnings, on the rich console ``out``."""
     out.print(llm_table(r, hw, source))
     for reason in r.reasons:
         out.print(f"[red]Not possible:[/red] {reason}")
     if r.suggestions:
         out.print("What would make it possible:")
     for s in r.suggestions:
-        out.print(f"  - {s}")
+        bullet(out, s)
     for n in r.notes:
-        out.print(f"note: {n}")
+        bullet(out, n, mark="note:", indent=0)
+    if band:
+        bullet(out, band["text"], mark=" ", style="dim")
     for w in r.warnings:
         out.print(f"[yellow]warning:[/yellow] {w}", markup=True, highlight=False)

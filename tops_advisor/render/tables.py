@@ -14,10 +14,29 @@ from rich.table import Table
 NAME_MIN_WIDTH = 10
 
 
+class FittedTable(Table):
+    """A rich Table that keeps within the width it is given.
+
+    rich 15 squeezes a too-wide table by narrowing its wrappable columns, then measures each column again at its
+    new width and adds the column's padding a second time, so a squeezed table comes out a few columns wider than
+    the console and its right edge is cropped (letters lost from the last column). This takes the excess back
+    from the folding columns, never from the numbers."""
+
+    def _calculate_column_widths(self, console, options) -> list[int]:
+        from rich._ratio import ratio_reduce
+
+        widths = super()._calculate_column_widths(console, options)
+        excess = sum(widths) - options.max_width
+        foldable = [int(c.overflow == "fold" and not c.no_wrap) for c in self.columns]
+        if excess > 0 and any(foldable):
+            widths = ratio_reduce(excess, foldable, [w - 1 for w in widths], widths)
+        return widths
+
+
 def new_table(title: str | None = None, **kwargs) -> Table:
     """A table in the house style (title on the left, a rule under the header, 2 spaces between columns)."""
-    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-                 padding=(0, 1, 0, 0), **kwargs)
+    return FittedTable(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                       padding=(0, 1, 0, 0), **kwargs)
 
 
 def name_column(t: Table, header: str, min_width: int = NAME_MIN_WIDTH, **kwargs) -> None:
@@ -40,7 +59,7 @@ def bullet(out, text: str, mark: str = "-", style: str | None = None, indent: in
     printed as it is: no markup, no highlighting)."""
     from rich.text import Text
 
-    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid = FittedTable.grid(padding=(0, 1, 0, 0))
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     grid.add_row(" " * indent + mark, Text(text, style=style or ""))

@@ -7,31 +7,50 @@ from rich.table import Table
 
 from ..formatting import fmt_signed_percent, format_seconds, format_seconds_or_missing
 from ..validate.run import ValidationReport
+from .tables import bullet, new_table, number_column, word_column
+
+
+def _spread(spread_s: tuple[float, float] | None) -> str:
+    """'1.21-1.45 ms': min and max of the timed runs in one unit (that of the larger)."""
+    if not spread_s:
+        return "-"
+    lo, hi = spread_s
+    text = format_seconds(hi)
+    value, unit = text.split(" ")
+    scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6}[unit]
+    return f"{lo / scale:.3g}-{value} {unit}"
+
+
+def _predicted(seconds: float | None, error: float | None) -> str:
+    """'1.23 ms +25%' (the prediction and its error against the measurement), or '-'."""
+    return "-" if not seconds else f"{format_seconds(seconds)} {fmt_signed_percent(error)}"
 
 
 def latency_table(report: ValidationReport) -> Table:
-    """One row per (batch, mode), then the batches that failed."""
-    t = Table(title=f"measured on this machine vs predicted for {report.hardware_name}", title_justify="left")
-    for col in ("batch", "mode", "measured", "spread (min-max)", "predicted (defaults)", "error",
-                "predicted (calibrated)", "error", "bound"):
-        t.add_column(col, justify="left" if col in ("mode", "bound") else "right")
+    """One row per (batch, mode): measured median and spread, predicted from datasheet defaults and with the
+    calibration, each with its error, and the predicted bound. Batches that failed are listed under it."""
+    t = new_table(f"measured on this machine vs predicted for {report.hardware_name}")
+    number_column(t, "batch")
+    word_column(t, "mode")
+    number_column(t, "measured")
+    number_column(t, "min-max")
+    number_column(t, "predicted,\ndefaults")
+    number_column(t, "predicted,\ncalibrated")
+    word_column(t, "bound")
     for r in report.rows:
-        spread = f"{format_seconds(r.spread_s[0])} - {format_seconds(r.spread_s[1])}" if r.spread_s else "-"
-        t.add_row(str(r.batch), r.mode, format_seconds(r.measured_s), spread, format_seconds(r.default_s),
-                  fmt_signed_percent(r.err_default), format_seconds_or_missing(r.calibrated_s),
-                  fmt_signed_percent(r.err_calibrated), r.bound)
-    for m in report.runs:
-        if m.error:
-            t.add_row(str(m.batch), "", m.error, "", "", "", "", "", "")
+        t.add_row(str(r.batch), r.mode, format_seconds(r.measured_s), _spread(r.spread_s),
+                  _predicted(r.default_s, r.err_default), _predicted(r.calibrated_s, r.err_calibrated), r.bound)
     return t
 
 
 def kinds_table(batch: int, kinds) -> Table:
     """Kernel time per operator kind at one batch (``compare.KindRow``s)."""
-    k = Table(title=f"batch {batch}: kernel time per operator kind (one eager forward, torch.profiler) vs "
-                    "predicted device time (graph mode)", title_justify="left")
-    for col in ("kind", "measured", "share", "predicted", "share", "error", "predicted bound"):
-        k.add_column(col, justify="left" if col in ("kind", "predicted bound") else "right")
+    k = new_table(f"batch {batch}: kernel time per operator kind, measured (one eager forward, torch.profiler) "
+                  "vs predicted device time (graph mode)")
+    word_column(k, "kind")
+    for col in ("measured", "share", "predicted", "share", "error"):
+        number_column(k, col)
+    word_column(k, "bound")
     for r in kinds:
         k.add_row(r.kind, format_seconds_or_missing(r.measured_s), f"{r.measured_share:.0%}",
                   format_seconds_or_missing(r.predicted_s), f"{r.predicted_share:.0%}",
@@ -44,10 +63,13 @@ def render_validation(report: ValidationReport, out) -> None:
     source = report.calibration_source
     cal = f"calibrated ({source})" if source else "calibrated: no calibration for this device"
     out.print(latency_table(report))
-    out.print(f"  [dim]error = (predicted - measured) / measured; {cal}[/dim]")
+    for m in report.runs:
+        if m.error:
+            bullet(out, f"batch {m.batch} did not run: {m.error}", mark="!")
+    bullet(out, f"error = (predicted - measured) / measured; {cal}", mark=" ", style="dim")
     for band in report.expected_error.values():
-        out.print(f"  [dim]{band['text']}[/dim]")
+        bullet(out, band["text"], mark=" ", style="dim")
     for at in report.per_op:
         out.print(kinds_table(at.batch, at.kinds))
     if report.note:
-        out.print(f"[bold yellow]note:[/bold yellow] {report.note}")
+        bullet(out, report.note, mark="note:", indent=0)
