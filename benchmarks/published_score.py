@@ -364,12 +364,16 @@ def main(argv: list[str] | None = None) -> int:
     fmt.add_argument("--markdown", action="store_true", help="print Markdown tables")
     fmt.add_argument("--json", action="store_true", help="print every scored record and the summary as JSON")
     ap.add_argument("--data", type=Path, default=DATA_DIR, help="folder of source files (default: %(default)s)")
+    ap.add_argument("--min-model-batch", type=int, default=1, metavar="N",
+                    help="score model-file records only at batch >= N (the device-dominated runs; LLM and GEMM "
+                         "records are kept)")
     ap.add_argument("--no-engines", action="store_true",
                     help="predict engine and compiled LLM runs as plain PyTorch graph runs (no engine profile)")
     ap.add_argument("--write-bands", nargs="?", const=BANDS_PATH, type=Path, metavar="PATH",
                     help="also write the per-card error bands the CLI quotes (default: %(const)s)")
     args = ap.parse_args(argv)
     rows = score(load_sources(args.data), Predictor(engines=not args.no_engines))
+    rows = [r for r in rows if record_kind(r.workload) != "model" or r.batch >= args.min_model_batch]
     summ = summary(rows)
     if args.write_bands:
         from tops_advisor.api import load_catalog
