@@ -224,3 +224,17 @@ def test_warnings_reach_the_json_and_strict_refuses_on_the_command_line(tmp_path
     assert json.loads(ok.stdout)["warnings"] == ["parallel_residual = True is not modelled and may change the cost"]
     refused = CliRunner().invoke(cli, ["llm", str(path), "-H", "h200", "--strict"])
     assert refused.exit_code != 0 and "refused under --strict" in refused.output
+
+
+def test_recommend_llm_json_carries_the_config_warnings(tmp_path):
+    from click.testing import CliRunner
+
+    from tops_advisor.cli import cli
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_raw("llama-3-8b"), "quantization_config": {"quant_method": "fp8"}}))
+    r = CliRunner().invoke(cli, ["recommend", "--llm", str(path), "--hardware", "h200", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["warnings"] == [
+        "quantization_config: the weights' quantization (fp8) is not read: weights are costed at the precision "
+        "asked for (llm --weight-dtype)"]

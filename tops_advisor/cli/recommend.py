@@ -123,9 +123,12 @@ def _recommend_llm(config, c, tokens_per_s, ttft, batch, prompt, generate, max_d
                             ttft_s=parse_latency_s(ttft) if ttft else None, batch=batch, prompt=prompt,
                             generate=generate, max_devices=max_devices,
                             calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
+    warnings = list(getattr(cfg, "warnings", ()))  # config keys that may change cost but are not modelled
     if as_json:
-        echo_json(res.model_dump())
+        echo_json({**res.model_dump(), "warnings": warnings})
         return
     from ..render.recommend import render_llm_recommendations
 
     render_llm_recommendations(res, getattr(cfg, "name", str(config)), console())
+    for w in warnings:
+        console().print(f"[yellow]warning:[/yellow] {w}", highlight=False)

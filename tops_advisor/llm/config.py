@@ -414,6 +414,8 @@ def config_warnings(raw: dict, model_type: str, act: str) -> tuple[str, ...]:
 
 
 def _short(value) -> str:
+    if isinstance(value, dict) and "quant_method" in value:  # a quantization_config: its method and width
+        return " ".join(str(value[k]) for k in ("quant_method", "fmt", "bits") if k in value)
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 

@@ -104,7 +104,8 @@ IGNORABLE_KEYS = frozenset({
 })
 # Keys that change cost when set to anything but null, 0 or false, and what this tool does instead (a warning).
 COST_KEYS = {
-    "quantization_config": "the weights' quantization ({value}) is not read: pass --weight-dtype to match it",
+    "quantization_config": "the weights' quantization ({value}) is not read: weights are costed at the "
+                           "precision asked for (llm --weight-dtype)",
     "num_nextn_predict_layers": "{value} multi-token-prediction layer(s) are not counted (plain decoding "
                                 "does not run them)",
     "vision_config": "the vision tower is not counted (text decoder only)",
