@@ -157,3 +157,15 @@ def test_shipped_bands_name_their_command():
 
     doc = json.loads(CARDS_PATH.read_text())
     assert doc["command"] == ps.BANDS_COMMAND and doc["cards"] and doc["all_cards"]["all"]["n"] >= 100
+
+
+def test_card_band_prefers_the_same_kind_of_workload_over_the_same_card():
+    from tops_advisor.accuracy import card_band
+
+    rtx = {hw.id: hw for hw in load_catalog()}["rtx-3090"]
+    llm = {"n": 8, "median_abs_error": 0.05, "worst_abs_error": 0.2, "median_error": 0.0}
+    cnn = {"n": 70, "median_abs_error": 0.3, "worst_abs_error": 0.7, "median_error": 0.1}
+    cards = {"cards": {"rtx-3090": {"all": llm, "llm": llm}}, "classes": {}, "all_cards": {"all": cnn, "model": cnn}}
+    # a CNN on a card scored only on LLM runs: every card's CNN band, not the card's LLM band
+    assert card_band(rtx, "model", cards)["basis"] == "all published cards"
+    assert card_band(rtx, "llm", cards)["basis"] == "rtx-3090"

@@ -105,37 +105,32 @@ def card_class(hardware) -> str:
     return f"{hardware.architecture} {hardware.segment}"
 
 
+KIND_WORDS = {"model": "model files", "llm": "LLM runs", "gemm": "single GEMMs", "all": "all workloads"}
+MIN_CARD_POINTS = 4  # fewer points than this say little about a card: its class's band is used instead
+
+
 def card_band(hardware, kind: str = "model", cards: dict | None = None) -> dict | None:
     """The |error| band of datasheet predictions against published measurements (data/accuracy_cards.json)
-    for this card: its own points when it has at least ``MIN_CARD_POINTS`` of this kind (model files, LLMs)
-    or of any kind, else its class's (architecture and segment), else every card's. None when the file is
-    missing. The dict has median_abs_error, worst_abs_error, n, card, basis and a one-line ``text``."""
+    for this card and kind of workload ('model' files, 'llm' runs): the card's own points when it has at
+    least ``MIN_CARD_POINTS`` of that kind, else its class's (architecture and segment), else every card's;
+    only when no level has that kind, the same levels over all kinds. None when the file is missing. The dict
+    has median_abs_error, worst_abs_error, n, card, basis and a one-line ``text``."""
     doc = cards if cards is not None else load_summary(str(CARDS_PATH))
     if not doc:
         return None
     cls = card_class(hardware)
-    candidates = ((doc.get("cards", {}).get(hardware.id), hardware.id),
-                  (doc.get("classes", {}).get(cls), f"{cls} cards"), (doc.get("all_cards"), "all published cards"))
-    for bands, basis in candidates:
-        band = _pick(bands or {}, kind)
-        if band is not None:
-            out = {"median_abs_error": band["median_abs_error"], "worst_abs_error": band["worst_abs_error"],
-                   "n": band["n"], "card": hardware.id, "basis": basis}
-            out["text"] = (f"expected error from published measurements on {basis} (datasheet defaults, "
-                           f"{kind if band is bands.get(kind) else 'all workloads'}; n={band['n']}): "
-                           f"median {band['median_abs_error']:.0%}, worst {band['worst_abs_error']:.0%}")
-            return out
-    return None
-
-
-MIN_CARD_POINTS = 4  # fewer points than this say little about a card: its class's band is used instead
-
-
-def _pick(bands: dict, kind: str) -> dict | None:
+    levels = ((doc.get("cards", {}).get(hardware.id), hardware.id),
+              (doc.get("classes", {}).get(cls), f"{cls} cards"), (doc.get("all_cards"), "all published cards"))
     for key in (kind, "all"):
-        band = bands.get(key)
-        if band and band["n"] >= MIN_CARD_POINTS:
-            return band
+        for bands, basis in levels:
+            band = (bands or {}).get(key)
+            if band and band["n"] >= MIN_CARD_POINTS:
+                out = {"median_abs_error": band["median_abs_error"], "worst_abs_error": band["worst_abs_error"],
+                       "n": band["n"], "card": hardware.id, "basis": basis}
+                out["text"] = (f"expected error from published measurements on {basis} (datasheet defaults, "
+                               f"{KIND_WORDS.get(key, key)}; n={band['n']}): median "
+                               f"{band['median_abs_error']:.0%}, worst {band['worst_abs_error']:.0%}")
+                return out
     return None
 
 
