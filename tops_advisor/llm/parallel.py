@@ -1,8 +1,10 @@
 """Tensor parallelism (Megatron-LM style): how a model splits across N devices, and what it costs to talk.
 
 Each rank holds 1/N of the query heads, of the KV heads (at least one: with fewer KV heads than ranks the
-KV heads are replicated, as vLLM does), of the MLP intermediate size (every expert's, for a mixture of
-experts), and of the vocabulary (embedding and output head). Norms and the MoE router are replicated.
+KV heads are replicated, as vLLM does), of the MLP intermediate size (the dense MLP's, every routed expert's
+and the shared experts'), and of the vocabulary (embedding and output head). Norms and the MoE router are
+replicated; so are multi-head latent attention's down-projections (q_a, kv_a_proj_with_mqa: vLLM's
+ReplicatedLinear) and its latent cache, while q_b, kv_b and o split by heads.
 
 Two all-reduces per layer (after the attention output projection and after the MLP) of
 tokens x hidden x stream-dtype bytes each, costed with the ring model:
