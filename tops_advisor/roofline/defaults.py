@@ -46,7 +46,8 @@ class RooflineDefaults:
     # The memory controller sets it, so it is per generation, not per card.
     bandwidth_fraction_rules: tuple = (
         ("Volta", "HBM2", Default(0.83, "Jia et al. 2018, 'Dissecting the NVIDIA Volta GPU Architecture via "
-                                        "Microbenchmarking' (arXiv:1804.06826): V100 global memory 750 of 900 GB/s")),
+                                        "Microbenchmarking' (arXiv:1804.06826): V100 global memory ~750 of 900 "
+                                        "GB/s (figure as recalled; the paper's table was not re-read for this)")),
         ("Ampere", "HBM2", Default(0.89, "github.com/xytpai/nvbench README, global_memory_bandwidth: A100-40GB "
                                          "1336-1380 GB/s of 1555 (HBM2; the 80GB HBM2e card shares the memory "
                                          "controller)")),
