@@ -4,10 +4,18 @@ from __future__ import annotations
 
 
 def one_line(exc: BaseException, limit: int = 300) -> str:
-    """'TypeError: first line of the message', at most ``limit`` characters (a cause quoted in an error)."""
-    text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-    out = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    return out if len(out) <= limit else out[: limit - 3] + "..."
+    """'TypeError: first line of the message', at most ``limit`` characters (a cause quoted in an error).
+
+    A longer message, or one of several lines, is cut at a word boundary and ends in ' ...'; the error that
+    quotes it keeps ``exc`` as its cause (``raise ... from exc``), so ``--debug`` shows the whole message and the
+    traceback."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    out = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    if len(out) <= limit:
+        return out + (" ..." if len(lines) > 1 and len(out) + 4 <= limit else "")
+    cut = out[: limit - 4]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + " ..."
 
 
 class TopsAdvisorError(Exception):

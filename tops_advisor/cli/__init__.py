@@ -2,7 +2,10 @@
 
 Each command group lives in its own module here and is added to the group below. Errors from the library
 (``TopsAdvisorError``) are printed once, on one line on stderr, with a non-zero exit; ``--debug`` shows
-the traceback.
+the traceback, with the error that caused it (a model's own failure, its frames included).
+
+Tables are laid out for ``$COLUMNS`` when set, else the terminal's width, else 120 columns when stdout is piped
+(``render/console.py``); long work shows a transient progress line on stderr when stderr is a terminal.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import sys
 import click
 
 from .. import __version__
-from ..errors import TopsAdvisorError
+from ..errors import CountingError, ModelFileError, TopsAdvisorError
 from .analyze import analyze
 from .count import count
 from .hardware import hardware
@@ -32,14 +35,42 @@ class _Main(click.Group):
             return super().invoke(ctx)
         except TopsAdvisorError as exc:
             if ctx.obj and ctx.obj.get("debug"):
+                _show_causes(exc)
                 raise
             click.echo(f"error: {exc}", err=True)
             if exc.hint:
                 click.echo(f"hint: {exc.hint}", err=True)
+            if _foreign_cause(exc) is not None:
+                click.echo("hint: 'tops-advisor --debug ...' shows the model's whole error and its traceback",
+                           err=True)
             ctx.exit(EXIT_USER_ERROR)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             ctx.exit(130)
+
+
+def _chain(exc: BaseException):
+    """``exc``, then its cause or context, and theirs."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _foreign_cause(exc: TopsAdvisorError) -> BaseException | None:
+    """For an error about the user's model: the model's own error it quotes in one line (kept as the explicit
+    cause, ``raise ... from exc``, of an error in the chain), or None."""
+    if not isinstance(exc, (ModelFileError, CountingError)):
+        return None
+    return next((e.__cause__ for e in _chain(exc)
+                 if e.__cause__ is not None and not isinstance(e.__cause__, TopsAdvisorError)), None)
+
+
+def _show_causes(exc: BaseException) -> None:
+    """For --debug: let Python print every error of the chain, even those raised ``from None``."""
+    for e in _chain(exc):
+        e.__suppress_context__ = False
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})

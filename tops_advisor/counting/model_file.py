@@ -5,9 +5,11 @@ Every way a file can be wrong gives one ``ModelFileError`` line that names the f
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -39,20 +41,26 @@ class ModelFile:
     def stem(self) -> str:
         return self.path.stem
 
+    def importable(self):
+        """While building, making inputs or counting: the file's directory on ``sys.path``, so that imports
+        of its neighbours inside ``build_model()`` or ``forward()`` work; ``sys.path`` is restored after."""
+        return on_sys_path(self.path.parent)
+
     def build(self, meta: bool = True) -> torch.nn.Module:
         """``build_model()``, on the meta device when its code allows (no memory, no init), else as written."""
         model = None
         if meta:
             try:
-                with torch.device("meta"):
+                with self.importable(), torch.device("meta"):
                     model = self.module.build_model()
             except Exception:  # e.g. loads weights or inspects values: build it for real below
                 model = None
         if model is None:
             try:
-                model = self.module.build_model()
+                with self.importable():
+                    model = self.module.build_model()
             except Exception as exc:
-                raise ModelFileError(f"{self.path}: build_model() raised {one_line(exc)}") from None
+                raise ModelFileError(f"{self.path}: build_model() raised {one_line(exc)}") from exc
         if not isinstance(model, torch.nn.Module):
             raise ModelFileError(f"{self.path}: build_model() returned {type(model).__name__}, "
                                  "expected a torch.nn.Module", hint=CONVENTION)
@@ -61,13 +69,10 @@ class ModelFile:
     def inputs(self, batch: int, meta: bool = True):
         """``example_inputs(batch)``, created on the meta device when ``meta``."""
         try:
-            if meta:
-                with torch.device("meta"):
-                    inputs = self.module.example_inputs(batch)
-            else:
+            with self.importable(), torch.device("meta") if meta else contextlib.nullcontext():
                 inputs = self.module.example_inputs(batch)
         except Exception as exc:
-            raise ModelFileError(f"{self.path}: example_inputs({batch}) raised {one_line(exc)}") from None
+            raise ModelFileError(f"{self.path}: example_inputs({batch}) raised {one_line(exc)}") from exc
         items = inputs.values() if isinstance(inputs, dict) else \
             inputs if isinstance(inputs, (tuple, list)) else (inputs,)
         if not items or not any(isinstance(t, torch.Tensor) for t in items):
@@ -77,38 +82,47 @@ class ModelFile:
         return inputs
 
 
-def load_model_file(path: str | Path) -> ModelFile:
-    """Import the file as a fresh module and check it defines the two functions."""
-    p = Path(path)
+@contextlib.contextmanager
+def on_sys_path(directory: Path) -> Iterator[None]:
+    """``directory`` first on ``sys.path`` inside the block (unless it is there already), removed after."""
+    entry = str(Path(directory).resolve())
+    added = entry not in sys.path
+    if added:
+        sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        if added and entry in sys.path:
+            sys.path.remove(entry)
+
+
+def _not_python_hint(p: Path) -> str:
+    """What to run instead for a file that is not Python: an LLM or Hugging Face config, or the convention."""
+    if p.suffix.lower() == ".json":
+        return (f"for a Hugging Face config.json: 'tops-advisor llm {p} -H DEVICE' (a decoder LLM), or count the "
+                f"model it describes as hf:{p}")
+    return CONVENTION
+
+
+def _compiled(p: Path):
+    """The file's code, compiled; every way that fails is one ModelFileError."""
     if not p.exists():
         raise ModelFileError(f"{p}: no such file", hint=CONVENTION)
     if p.is_dir():
         raise ModelFileError(f"{p}: is a directory, expected a Python model file", hint=CONVENTION)
+    if p.suffix != ".py":
+        raise ModelFileError(f"{p}: not a Python model file (expected a .py file)", hint=_not_python_hint(p))
     try:
         source = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelFileError(f"{p}: cannot be read: {one_line(exc)}") from None
     try:
-        code = compile(source, str(p), "exec")
+        return compile(source, str(p), "exec")
     except SyntaxError as exc:
         raise ModelFileError(f"{p}:{exc.lineno}: syntax error: {exc.msg}") from None
 
-    name = f"_tops_advisor_model_{next(_ids)}_{p.stem.replace('-', '_')}"
-    spec = importlib.util.spec_from_file_location(name, p)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses and pickling look their module up here
-    sys.path.insert(0, str(p.parent.resolve()))  # the file may import its neighbours
-    try:
-        exec(code, module.__dict__)
-    except (Exception, SystemExit) as exc:
-        sys.modules.pop(name, None)
-        raise ModelFileError(f"{p}: importing it raised {one_line(exc)}") from None
-    finally:
-        try:
-            sys.path.remove(str(p.parent.resolve()))
-        except ValueError:
-            pass
 
+def _check_functions(p: Path, module: ModuleType) -> None:
     for required in _REQUIRED:
         fn = getattr(module, required, None)
         if fn is None:
@@ -119,4 +133,21 @@ def load_model_file(path: str | Path) -> ModelFile:
         if not callable(fn):
             raise ModelFileError(f"{p}: {required} is a {type(fn).__name__}, expected a function",
                                  hint=CONVENTION)
+
+
+def load_model_file(path: str | Path) -> ModelFile:
+    """Import the file as a fresh module and check it defines the two functions."""
+    p = Path(path)
+    code = _compiled(p)
+    name = f"_tops_advisor_model_{next(_ids)}_{p.stem.replace('-', '_')}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look their module up here
+    try:
+        with on_sys_path(p.parent):  # the file may import its neighbours
+            exec(code, module.__dict__)
+    except (Exception, SystemExit) as exc:
+        sys.modules.pop(name, None)
+        raise ModelFileError(f"{p}: importing it raised {one_line(exc)}") from exc
+    _check_functions(p, module)
     return ModelFile(p, module)
