@@ -51,7 +51,7 @@ def _raw(name: str) -> dict:
 
 
 def _configs() -> list[tuple[str, dict]]:
-    out = [(n, _raw(n)) for n in PUBLISHED]
+    out = [(n, _raw(n)) for n in PUBLISHED] + [("gemma-3-4b-it", _raw("gemma-3-4b-it"))]
     # DeepSeek-V3 shrunk to 5 layers (3 dense-first, 2 with experts): its 61 add nothing but time
     return [(n, {**r, "num_hidden_layers": 5} if n == "deepseek-v3" else r) for n, r in out] + list(TINY.items())
 
@@ -59,7 +59,7 @@ def _configs() -> list[tuple[str, dict]]:
 def _meta_model(raw: dict):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    hf = transformers.AutoConfig.for_model(**raw)
+    hf = transformers.AutoConfig.for_model(**raw.get("text_config", raw))  # a multimodal file: its decoder
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with torch.device("meta"):
@@ -238,3 +238,12 @@ def test_recommend_llm_json_carries_the_config_warnings(tmp_path):
     assert json.loads(r.stdout)["warnings"] == [
         "quantization_config: the weights' quantization (fp8) is not read: weights are costed at the precision "
         "asked for (llm --weight-dtype)"]
+
+
+def test_a_multimodal_file_is_read_for_its_text_decoder():
+    """Gemma-3-4B's config.json nests its decoder under text_config and leaves most sizes to the class."""
+    cfg = load_config(FIXTURES / "gemma-3-4b-it.json")
+    assert (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.vocab_size) == (8, 4, 256, 262208)
+    assert cfg.full_attention_layers == (5, 11, 17, 23, 29) and cfg.sliding_window == 1024  # 1 global in 6
+    assert cfg.tie_word_embeddings and cfg.qk_norm and cfg.norms_per_layer == 4
+    assert cfg.warnings == ("multimodal config: only its text decoder (text_config) is counted, not vision_config",)

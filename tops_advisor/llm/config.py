@@ -277,14 +277,16 @@ def _is_gpt_style(raw: dict) -> bool:
     return "n_embd" in raw or str(raw.get("model_type", "")).lower() in _GPT_MODEL_TYPES
 
 
-def _check_required(raw: dict, where: str, gpt_style: bool) -> None:
+def _check_required(raw: dict, where: str, gpt_style: bool, nested: bool = False) -> None:
     missing = [_KEYS[f][0] for f in _REQUIRED if _first(raw, f)[0] is None]
     if not gpt_style and _first(raw, "intermediate_size")[0] is None:
         missing.append("intermediate_size")
     if missing:
         raise LLMConfigError(f"{where}: missing required key{'s' if len(missing) > 1 else ''} "
-                             f"{', '.join(missing)}",
-                             hint="a Hugging Face config.json names them hidden_size, num_hidden_layers, "
+                             f"{', '.join(missing)}" + (" in its text_config" if nested else ""),
+                             hint="its text_config leaves them to the model's class: install transformers (the "
+                                  "[models] extra) to read them" if nested else
+                                  "a Hugging Face config.json names them hidden_size, num_hidden_layers, "
                                   "num_attention_heads, intermediate_size, vocab_size")
     for field in _REQUIRED:  # validated before any config class sees them
         key, value = _first(raw, field)
@@ -427,11 +429,16 @@ def config_from_dict(raw: dict, name: str = "model", source: str = "",
     where = source or name
     if not isinstance(raw, dict):
         raise LLMConfigError(f"{where}: a config must be a JSON object, got {type(raw).__name__}")
+    raw, nested = _text_decoder(raw)
     model_type = str(raw.get("model_type") or "").lower()
     F.decoder_check(raw, where, model_type)
     gpt_style = _is_gpt_style(raw)
-    _check_required(raw, where, gpt_style)
-    d = F.complete(raw, model_type, where, use_transformers)
+    if nested:  # a nested text_config leaves its class's defaults out: complete it, then check
+        d = F.complete(raw, model_type, where, use_transformers)
+        _check_required(d, where, gpt_style, nested=True)
+    else:
+        _check_required(raw, where, gpt_style)
+        d = F.complete(raw, model_type, where, use_transformers)
     sizes = _sizes(d, where, given=set(raw))
     layers = sizes["num_layers"]
     sizes.update(_mla(d, where))
@@ -439,4 +446,17 @@ def config_from_dict(raw: dict, name: str = "model", source: str = "",
     return LLMConfig(name=str(raw.get("_name_or_path") or name), model_type=model_type, **sizes, **mlp,
                      **_experts(d, where, model_type, layers),
                      **_attention_options(d, where, model_type, layers, gpt_style), **_options(d, where, gpt_style),
-                     warnings=config_warnings(raw, model_type, mlp["hidden_act"]), source=source or name)
+                     warnings=nested + config_warnings(raw, model_type, mlp["hidden_act"]), source=source or name)
+
+
+def _text_decoder(raw: dict) -> tuple[dict, tuple[str, ...]]:
+    """A multimodal file (Gemma-3, LLaVA, Mistral-3) holds its language model under ``text_config``: that is
+    what is read, with one warning naming the towers left out."""
+    inner = raw.get("text_config")
+    if not isinstance(inner, dict) or _first(raw, "hidden_size")[0] is not None:
+        return raw, ()
+    others = sorted(k for k in raw if k.endswith("_config") and k not in ("text_config", "quantization_config")
+                    and raw[k])
+    note = "multimodal config: only its text decoder (text_config) is counted" + (
+        f", not {', '.join(others)}" if others else "")
+    return {k: v for k, v in {"_name_or_path": raw.get("_name_or_path"), **inner}.items() if v is not None}, (note,)

@@ -50,7 +50,10 @@ DEFAULTS: dict[str, dict] = {
     "gemma2": {**_GEMMA, "sliding_window": 4096, "hidden_activation": "gelu_pytorch_tanh",
                "num_key_value_heads": 4},
     "gemma3_text": {**_GEMMA, "sliding_window": 4096, "hidden_activation": "gelu_pytorch_tanh",
-                    "_sliding_window_pattern": 6, "num_key_value_heads": 4, "max_position_embeddings": 131072},
+                    "_sliding_window_pattern": 6, "num_key_value_heads": 4, "max_position_embeddings": 131072,
+                    # Gemma-3's multimodal files leave these to the class in their text_config
+                    "num_attention_heads": 8, "vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+                    "num_hidden_layers": 26},
     "phi3": {"tie_word_embeddings": False, "sliding_window": None, "hidden_act": "silu",
              "max_position_embeddings": 4096},
     "deepseek_v2": {**_DEEPSEEK, "mlp_bias": False, "first_k_dense_replace": 0, "n_routed_experts": 64,
