@@ -38,6 +38,7 @@ from torch.utils._pytree import tree_flatten, tree_map_only
 from ..errors import CountingError, ForwardFailed, InputError, ModelFileError, one_line
 from ..units import parse_precision
 from ..workload import OpRecord, Workload
+from .fusion import FlowTracker
 from .handles import ZERO_COST, Cost, OpCall, TensorInfo, lookup
 from .host_reads import HostReads
 from .library_models import LibraryModel
@@ -147,6 +148,7 @@ class _State:
         self._tracked: set[int] = set()
         self.attention_outputs: set[int] = set()     # SDPA outputs ...
         self.attention_transposed: set[int] = set()  # ... and their transpose(1, 2) views
+        self.flow = FlowTracker()                    # dataflow, for the inductor lowering
 
     def _hold(self, tensors: list[torch.Tensor], ids: set[int], keep: bool = True) -> None:
         """Remember tensors by id: kept alive (``keep``), or forgotten when freed, so no id is reused."""
@@ -205,10 +207,12 @@ class _State:
         ins, outs = _flat_tensors((args, kwargs)), _flat_tensors(out)
         if name in ZERO_COST:
             self._follow_view(name, args, ins, outs)
+            self.flow.alias(outs, ins)
             return
         call, infos = self._call(name, args, kwargs, ins, outs)
         facts = self._facts(name, args, kwargs, ins, outs, infos)
-        self.records.append(CountedOp(self._op_record(call, self._cost(call), ins), facts))
+        flow = self.flow.flow(ins, outs, self.param_ids)
+        self.records.append(CountedOp(self._op_record(call, self._cost(call), ins), facts, flow))
         if name == _SDPA and len(outs) == 1 and outs[0].dim() == 4:
             self._hold(outs, self.attention_outputs, keep=False)
         self.track(outs, ins)
@@ -485,7 +489,8 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
         lowering=lowering, assumptions=tuple(state.host.assumptions), module_calls=state.module_calls)
 
 
-def _count_source(source: ModelSource, batch: int, dtype: str, strict: bool, label: str, meta: bool) -> Workload:
+def _count_source(source: ModelSource, batch: int, dtype: str, strict: bool, label: str, meta: bool,
+                  lowering: str = PYTORCH_CUDA) -> Workload:
     """Build and count; a model whose forward cannot run on the meta device (it makes a CPU tensor and mixes
     it with its weights: wav2vec2's positional convolution) is built again on the CPU and counted through
     fake tensors, which allocates its weights once."""
@@ -493,24 +498,25 @@ def _count_source(source: ModelSource, batch: int, dtype: str, strict: bool, lab
     on_meta = all(t.is_meta for t in module.parameters())
     try:
         return count_module(module, source.inputs(batch, meta=on_meta), dtype, name=source.stem, batch=batch,
-                            strict=strict, source=label)
+                            strict=strict, source=label, lowering=lowering)
     except ForwardFailed:
         if not meta:
             raise
     del module
-    w = _count_source(source, batch, dtype, strict, label, meta=False)
+    w = _count_source(source, batch, dtype, strict, label, meta=False, lowering=lowering)
     return replace(w, notes=w.notes + ("built on the CPU and counted through fake tensors: its forward does "
                                        "not run on the meta device",))
 
 
 def count(model: str | Path | ModelSource, batch: int = 1, dtype: str = "fp32",
-          strict: bool = False) -> Workload:
+          strict: bool = False, lowering: str = PYTORCH_CUDA) -> Workload:
     """Count one forward pass of a model file (``build_model()``, ``example_inputs(batch_size)``) or a library
     model (``timm:NAME``, ``torchvision:NAME``, ``hf:PATH_OR_ID``).
 
     ``model`` is a path or spec, or a model already loaded (``sources.load_model``: imported once, counted at
     several batches or also measured). The model is built on the meta device when its code allows (no
-    weight memory, no initialisation time), else on the CPU and counted through fake tensors.
+    weight memory, no initialisation time), else on the CPU and counted through fake tensors. ``lowering``:
+    see ``count_module`` ("inductor-cuda" for torch.compile).
     """
     label = model.label if isinstance(model, (ModelFile, LibraryModel)) else str(model)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
@@ -521,7 +527,7 @@ def count(model: str | Path | ModelSource, batch: int = 1, dtype: str = "fp32",
         raise ModelFileError(f"{label}: {exc}", hint=exc.hint) from None
     source = load_model(model)
     try:
-        w = _count_source(source, batch, dtype, strict, label, meta=True)
+        w = _count_source(source, batch, dtype, strict, label, meta=True, lowering=lowering)
     except ForwardFailed as exc:
         on = f"example_inputs({batch})" if isinstance(source, ModelFile) else f"its inputs at batch {batch}"
         raise ModelFileError(f"{label}: the forward pass failed on {on}: {exc.detail}") from None

@@ -6,6 +6,9 @@ copies an attention output). A lowering reads those facts and rewrites the list 
 really runs. Pure: no torch, no hardware numbers; ``count_module`` applies one as an explicit step and the
 ``Workload`` names it (``Workload.lowering``).
 
+:func:`lower_inductor_cuda` (``fusion.py``) is ``torch.compile``'s inductor: fused triton kernels around the
+library GEMMs, convolutions and attention (``--mode compiled``).
+
 :func:`lower_pytorch_cuda` is eager PyTorch on a CUDA GPU (cuDNN convolutions, fused SDPA kernels). It makes
 three rewrites, each measured on the H200:
 
@@ -38,8 +41,10 @@ from typing import NamedTuple
 
 from ..errors import CountingError
 from ..workload import OpRecord
+from .fusion import Flow, lower_inductor_cuda
 
 PYTORCH_CUDA = "pytorch-cuda"
+INDUCTOR_CUDA = "inductor-cuda"   # torch.compile (inductor, default mode) on a CUDA GPU: fusion.py
 NO_LOWERING = "none"
 HALF_DTYPES = ("fp16", "bf16")
 HEAD_DIM_ALIGNMENT = 8  # pad_last_dim<8>: flash and memory-efficient kernels take multiples of 8
@@ -67,16 +72,18 @@ class OpFacts:
 
 
 class CountedOp(NamedTuple):
-    """One counted operator and the facts a lowering may need about it."""
+    """One counted operator, the facts a lowering may need about it, and its dataflow (``fusion.Flow``:
+    the values it reads and writes; the inductor lowering fuses along it)."""
 
     record: OpRecord
     facts: OpFacts | None = None
+    flow: Flow | None = None
 
 
 def lower_pytorch_cuda(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
     """Eager PyTorch on a CUDA GPU: the three rewrites of the module docstring, in operator order."""
     out: list[OpRecord] = []
-    for record, facts in ops:
+    for record, facts, _flow in ops:
         if facts is None:
             out.append(record)
         elif not facts.copies_attention_output:
@@ -88,13 +95,19 @@ def lower_pytorch_cuda(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
 
 def no_lowering(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
     """The operator list as counted: what the model computes, not what a stack launches."""
-    return tuple(record for record, _facts in ops)
+    return tuple(counted.record for counted in ops)
 
 
 LOWERINGS: dict[str, Callable[[Iterable[CountedOp]], tuple[OpRecord, ...]]] = {
     PYTORCH_CUDA: lower_pytorch_cuda,
+    INDUCTOR_CUDA: lower_inductor_cuda,
     NO_LOWERING: no_lowering,
 }
+
+
+def lowering_for(mode: str) -> str:
+    """The lowering a prediction mode runs on: inductor's kernels for ``compiled``, eager PyTorch's else."""
+    return INDUCTOR_CUDA if mode == "compiled" else PYTORCH_CUDA
 
 
 def lower(name: str, ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:

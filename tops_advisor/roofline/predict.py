@@ -1,7 +1,8 @@
 """The roofline predictor: Workload x DevicePerf -> Prediction. Pure numpy, no torch.
 
 Per operator: time = max(operations / attainable compute, bytes / attainable bandwidth) + kernels x the
-per-kernel device cost. ``graph`` mode sums those (CUDA graphs: no host launch cost). ``eager`` mode also
+per-kernel device cost. ``graph`` mode sums those (CUDA graphs: no host launch cost); ``compiled`` does the same
+over the fused kernels torch.compile runs (a workload counted with the inductor lowering). ``eager`` mode also
 runs the host: each operator costs host time to launch, the device runs behind the host, and the model's
 latency is when the last kernel ends (the host can be the bottleneck at small batch).
 """
@@ -22,8 +23,11 @@ from ..workload import OP_KINDS, Workload
 from . import rates
 from .device import DevicePerf, device_perf
 
-Mode = Literal["graph", "eager"]
-MODES = ("graph", "eager")
+Mode = Literal["graph", "eager", "compiled"]
+MODES = ("graph", "eager", "compiled")
+# ``compiled`` predicts the kernels torch.compile runs (counted with counting/lowering.py's INDUCTOR_CUDA
+# lowering, named here without importing the counter), replayed as a CUDA graph.
+COMPILED_LOWERING = "inductor-cuda"
 BOUNDS = ("compute", "memory", "overhead")
 
 
@@ -251,9 +255,16 @@ def _time_by_bound(t: _DeviceTimes, host_wait_s: float) -> dict[str, float]:
             "overhead": float(t.gap.sum() + np.where(bound == 2, t.floor, 0).sum() + host_wait_s)}
 
 
+_MODE_ASSUMPTION = {
+    "graph": "CUDA graph replay, no host launch cost",
+    "eager": "eager PyTorch, host launch cost per operator overlapping the device",
+    "compiled": "torch.compile (inductor, default mode) fused kernels, replayed as a CUDA graph "
+                "(docs/compiled.md)",
+}
+
+
 def _assumptions(mode: str, perf: DevicePerf, dtype: str, tf32_matmul: bool) -> tuple[str, ...]:
-    out = (f"mode {mode}: " + ("CUDA graph replay, no host launch cost" if mode == "graph"
-                               else "eager PyTorch, host launch cost per operator overlapping the device"),
+    out = (f"mode {mode}: " + _MODE_ASSUMPTION[mode],
            *perf.assumptions)
     if dtype == "fp32":
         out += ("fp32: convolutions in TF32 (PyTorch default), matmuls in "
@@ -266,7 +277,13 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
             calibration_source: str = "") -> Prediction:
     """Predict one workload on one device. Pass ``perf`` (from ``device_perf``) to reuse it across calls."""
     if mode not in MODES:
-        raise InputError(f"unknown mode {mode!r}; expected graph or eager")
+        raise InputError(f"unknown mode {mode!r}; expected graph, eager or compiled")
+    if (mode == "compiled") != (workload.lowering == COMPILED_LOWERING) and workload.lowering:
+        raise InputError(
+            f"mode {mode} needs a workload counted with the "
+            f"{'inductor' if mode == 'compiled' else 'eager'} lowering, got {workload.lowering!r}",
+            hint="count it with lowering='inductor-cuda' for mode compiled (ModelCosts.at(..., mode=...) "
+                 "does this)")
     perf = perf or device_perf(hardware, calibration, calibration_source)
     a = _arrays(workload)
     t = device_times(a, perf, tf32_matmul)
