@@ -190,3 +190,36 @@ def test_validate_fits():
     assert_table_fits(kinds_table(1, (KindRow(kind="elementwise", measured_s=1.5e-4, predicted_s=1.8e-4,
                                               bound="memory", measured_share=0.4, predicted_share=0.45),)))
     assert_fits(rendered(lambda out: render_validation(report, out), NARROW_COLUMNS))
+
+
+def _probe_report() -> dict:
+    rows = [{"precision": p, "measured_tops": t, "best_shape": "8192x8192x8192 (batch 1, column-major)",
+             "article_8192_tops": t * 0.97, "datasheet_tops": d, "fraction_of_datasheet": t / d}
+            for p, t, d in (("fp16_fp16acc", 812.345, 989.5), ("tf32", 401.2, 494.5), ("fp8", 1_543.2, 1_979))]
+    bandwidth = [{"what": w, "gb_s": g, "datasheet_gb_s": 4_800, "fraction_of_datasheet": g / 4_800}
+                 for w, g in (("device-to-device copy (read + write)", 4_123.4), ("host-to-device, pinned", 55.1))]
+    return {"device": "NVIDIA H200 with a long marketing name", "hardware": "h200-sxm", "matched_catalog": True,
+            "precisions": rows, "backend": "cuda", "bandwidth": bandwidth, "kernel_eager_us": 4.71,
+            "kernel_graph_us": 1.93, "sustained": None, "state": None, "warnings": ["a long warning " * 9],
+            "notes": ["a long note " * 9], "environment": {}}
+
+
+def _links_report() -> dict:
+    coll = [{"collective": c, "size": s, "time_us": t, "algbw_gb_s": a, "busbw_gb_s": a * 1.75}
+            for c, s, t, a in (("all_reduce_graph", "1 GiB", 3_301.2, 325.3), ("all_gather", "8 KiB", 12.3, 0.66))]
+    return {"world_size": 8, "backend": "nccl", "device": "NVIDIA H200", "dtype": "bf16",
+            "topology": "NV18 between every pair (NVSwitch)", "collectives": coll, "all_reduce_busbw_gb_s": 325.3,
+            "all_gather_busbw_gb_s": 268.1, "all_reduce_latency_us": 12.3, "all_reduce_graph_latency_us": 8.1,
+            "p2p": [{"src": 0, "dst": 1, "gb_s": 371.2, "peer_access": True}], "notes": ["a long note " * 9]}
+
+
+def test_probe_fits():
+    from tops_advisor.render.probe import render_links, render_probe
+
+    report, links = _probe_report(), _links_report()
+    probe = rendered(lambda out: render_probe(report, out), NARROW_COLUMNS)
+    assert_fits(probe)
+    assert all(n in probe for n in ("812.3", "4123", "1543.2", "8192x8192x8192"))
+    shown = rendered(lambda out: render_links(links, out), NARROW_COLUMNS)
+    assert_fits(shown)
+    assert all(n in shown for n in ("3301.2 us", "569", "all-reduce (graph)", "371"))

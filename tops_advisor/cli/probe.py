@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from ..errors import InputError, ProbeError
-from .common import catalog_option, console, echo_json, get_catalog, json_option
+from ..render.console import console
+from .common import catalog_option, echo_json, get_catalog, json_option
 
 
 @click.command("probe")

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
-
 from ..formatting import fmt_optional
+from .tables import bullet, name_column, new_table, number_column, word_column
 
 
 def render_probe(report: dict[str, Any], console) -> None:
     """Rich tables on ``console``."""
     title = f"{report['device']} -> {report['hardware']}" + ("" if report["matched_catalog"] else " (not in catalog)")
-    t = Table(title=f"Matrix throughput: {title}")
-    for col in ("precision", "measured TOPS", "best shape", "8192^3 TOPS", "datasheet TOPS", "% of datasheet"):
-        t.add_column(col, justify="left" if col in ("precision", "best shape") else "right")
+    t = new_table(f"Matrix throughput in TOPS: {title}")
+    word_column(t, "precision")
+    number_column(t, "measured")
+    name_column(t, "best shape", min_width=12)
+    number_column(t, "at\n8192^3")
+    number_column(t, "data-\nsheet")
+    number_column(t, "% of\ndatasheet")
     small = report["backend"] == "cpu"
     fmt = "{:.3g}" if small else "{:.1f}"
     for row in report["precisions"]:
@@ -23,9 +26,11 @@ def render_probe(report: dict[str, Any], console) -> None:
                   fmt_optional(row["article_8192_tops"], fmt), fmt_optional(row["datasheet_tops"], "{:g}"),
                   fmt_optional(None if frac is None else 100 * frac, "{:.0f}%"))
     console.print(t)
-    b = Table(title="Memory (GB = 1e9 bytes; copy counts bytes read + written)")
-    for col in ("transfer", "GB/s", "datasheet GB/s", "% of datasheet"):
-        b.add_column(col, justify="left" if col == "transfer" else "right")
+    b = new_table("Memory (GB = 1e9 bytes; copy counts bytes read + written)")
+    name_column(b, "transfer", min_width=16)
+    number_column(b, "GB/s")
+    number_column(b, "datasheet\nGB/s")
+    number_column(b, "% of\ndatasheet")
     for row in report["bandwidth"]:
         frac = row["fraction_of_datasheet"]
         b.add_row(row["what"], fmt_optional(row["gb_s"], "{:.0f}" if not small else "{:.3g}"),
@@ -49,19 +54,19 @@ def render_probe(report: dict[str, Any], console) -> None:
                       f"{fmt_optional(st['temperature_c'], '{:.0f}')} C, PCIe gen {st['pcie_gen']}/{st['pcie_gen_max']} "
                       f"x{st['pcie_width']}/{st['pcie_width_max']}; torch {report['environment'].get('torch')}")
     for w in report["warnings"]:
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        bullet(console, w, mark="warning:", indent=0, style="yellow")
     for n in report["notes"]:
-        console.print(f"note: {n}", markup=False)
+        bullet(console, n, mark="note:", indent=0)
 
 
 def render_links(report: dict[str, Any], console) -> None:
     """The collectives table, the best bus bandwidth, the peer copies and the notes on ``console``."""
     title = (f"Peer links: {report['world_size']} ranks, {report['backend']} ({report['device']}, "
              f"{report['dtype']})" + (f", {report['topology']}" if report["topology"] else ""))
-    t = Table(title=title, title_justify="left")
-    for col, just in (("collective", "left"), ("size", "right"), ("time", "right"), ("algbw GB/s", "right"),
-                      ("busbw GB/s", "right")):
-        t.add_column(col, justify=just)
+    t = new_table(title)
+    name_column(t, "collective", min_width=12)
+    for col in ("size", "time", "algbw\nGB/s", "busbw\nGB/s"):
+        number_column(t, col)
     for row in report["collectives"]:
         t.add_row(row["collective"].replace("_graph", " (graph)").replace("_", "-"), row["size"], f"{row['time_us']:.1f} us",
                   f"{row['algbw_gb_s']:.3g}", f"{row['busbw_gb_s']:.3g}")
@@ -73,9 +78,10 @@ def render_links(report: dict[str, Any], console) -> None:
                if report.get("all_reduce_graph_latency_us") else ""))
     console.print(line)
     if report["p2p"]:
-        p = Table(title="Peer-to-peer copies (one direction)", title_justify="left")
-        for col in ("from", "to", "GB/s", "peer access"):
-            p.add_column(col)
+        p = new_table("Peer-to-peer copies (one direction)")
+        for col in ("from", "to", "GB/s"):
+            number_column(p, col)
+        word_column(p, "peer access")
         for c in report["p2p"]:
             p.add_row(str(c["src"]), str(c["dst"]), f"{c['gb_s']:.0f}",
                       {True: "yes", False: "no", None: "?"}[c["peer_access"]])
