@@ -36,3 +36,20 @@ def test_unknown_engine_or_format_is_one_clear_error():
         get_engine("tensorrt")
     with pytest.raises(InputError, match="no weight format"):
         engine_precision(get_engine("llama.cpp"), Precision("int4"), "Q3_K_S")
+
+
+def test_quantized_prefill_dequantizes_above_the_row_limit():
+    from tops_advisor.llm.engines import engine_workload
+    from tops_advisor.workload import GemmShape, OpRecord, Workload
+
+    def linear(rows):  # 1000 x 1000 weights at 4.5 bits: 562.5 kB
+        return OpRecord("aten.mm", "matmul", "l", 2e6 * rows, rows * 2e3 + 562.5e3, rows * 2e3, 562.5e3, "fp16", 1,
+                        GemmShape(rows, 1000, 1000))
+    llama = get_engine("llama.cpp")
+    prefill = engine_workload(llama, Workload("w", 1, "fp16", (linear(512),)))
+    dequant, gemm = prefill.ops
+    assert dequant.kind == "elementwise" and dequant.bytes_read == 562.5e3 and dequant.bytes_written == 2e6
+    assert gemm.param_bytes == 2e6 and gemm.bytes_read == 512 * 2e3 + 2e6
+    decode = Workload("w", 1, "fp16", (linear(1),))      # 1 row: quantized kernels read the blocks directly
+    assert engine_workload(llama, decode).ops == decode.ops
+    assert engine_workload(get_engine("gpt-fast"), prefill).ops == prefill.ops  # no dequantize rule
