@@ -33,8 +33,10 @@ def recommendations_table(res: RecommendResult) -> Table:
     dtypes = sorted({r.dtype for r in recs})
     one_dtype = len(dtypes) == 1
     by_price = res.rank_by == "price"
-    per = "per k$ = samples/s per 1000 USD" if by_price else "per W = samples/s per watt of TDP"
-    t = new_table(f"Recommended, best first{f', {dtypes[0]}' if one_dtype else ''} ({'; '.join(res.notes)}; {per})")
+    # the ranking note explains the ratio column when it is the ranking's; say what it is otherwise
+    per = [] if res.rank_by in ("price", "efficiency") else ["per W = samples/s per watt of TDP"]
+    t = new_table(f"Recommended, best first{f', {dtypes[0]}' if one_dtype else ''} "
+                  f"({'; '.join([*res.notes, *per])})")
     name_column(t, "device")
     number_column(t, "batch" if one_dtype else "batch,\ndtype")
     number_column(t, "latency")
