@@ -83,6 +83,20 @@ def test_grouped_mm_formula(dtype):
     assert op.gemm == GemmShape(m=4, n=8, k=16, batch=3)              # 12 rows / 2.98 experts, rounded
 
 
+def test_routing_operators():
+    ids = torch.randint(0, 8, (64,))
+    cases = [  # (function, inputs, expected operations)
+        (lambda x: torch.histc(x, bins=8, min=0, max=7), (ids.float(),), 64),           # 1 per element
+        (lambda s, v: torch.searchsorted(s, v), (torch.arange(16.0), torch.rand(10)), 10 * 4),  # log2(16)
+        (lambda x, i, s: x.scatter_reduce(0, i, s, "sum"), (torch.zeros(8), ids, torch.rand(64)), 64),
+        (lambda x, i, s: x.index_reduce(0, i, s, "amax"), (torch.zeros(8), ids, torch.rand(64)), 64),
+    ]
+    for fn, inputs, ops in cases:
+        w = count_module(Fn(fn), inputs, "fp32")
+        assert not w.unsupported_ops, w.unsupported_ops
+        assert sum(op.flops for op in w.ops) == ops
+
+
 def test_grouped_mm_shape_function_layouts():
     meta = {"device": "meta"}
     offs = torch.empty(3, dtype=torch.int32, **meta)
