@@ -210,3 +210,20 @@ def test_alternating_windows_cap_only_the_local_layers():
     assert {op.module.split(".")[2] for op in w.ops if op.module.startswith("layers.0.") and "layernorm" in
             op.module} == {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                            "post_feedforward_layernorm"}
+
+
+def test_qwen2_moe_gates_its_shared_expert_and_keeps_mlp_only_layers_dense():
+    from tops_advisor.llm import config_from_dict
+
+    cfg = config_from_dict({"model_type": "qwen2_moe", "hidden_size": 64, "num_hidden_layers": 4,
+                            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96,
+                            "vocab_size": 100, "num_experts": 8, "num_experts_per_tok": 2,
+                            "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+                            "decoder_sparse_step": 2, "mlp_only_layers": [3]}, use_transformers=False)
+    assert cfg.dense_layers == (0, 2, 3)  # experts where (i + 1) % 2 == 0 and i not in mlp_only_layers
+    for layout in ("torch", "fused"):
+        w = build_workload(cfg, phase="decode", batch=1, context=10, layout=layout)
+        gates = [op for op in w.ops if op.name == "shared_expert_gate"]
+        assert [op.module for op in gates] == ["layers.1.moe.shared_expert_gate"] and gates[0].gemm.n == 1
+        shared = [op for op in w.ops if ".moe.shared_experts." in op.module and op.kind == "matmul"]
+        assert sum(op.param_bytes for op in shared) == 3 * 64 * 48 * 2  # gate, up, down of 48, bf16
