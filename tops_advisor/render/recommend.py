@@ -127,5 +127,9 @@ def render_llm_recommendations(res: RecommendResult, model: str, out) -> None:
     line = calibration_line(res)
     if line:
         bullet(out, line, mark=" ", style="dim")
+    if any(r.bound == "compute" for r in res.recommendations):
+        bullet(out, "compute-bound decode at a small batch: the matrix products' tensor-core tiles run mostly "
+                    "empty (one row per sequence), not the arithmetic saturated; 'tops-advisor llm MODEL -H DEVICE' "
+                    "shows the split", mark=" ", style="dim")
     if res.rejected:
         out.print(rejected_table(res))
