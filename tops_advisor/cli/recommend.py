@@ -7,16 +7,16 @@ from pathlib import Path
 import click
 
 from ..units import PRECISIONS
-from .common import catalog_option, echo_json, get_catalog, json_option
+from .common import catalog_option, echo_json, get_catalog, json_option, load_model_arg, model_options
 
 # Options that belong to one form of the command: given with the other form they would be ignored, so they are
 # refused instead (issue 18: `recommend MODEL --llm X --latency 10ms` silently dropped MODEL and --latency).
-MODEL_ONLY = ("latency", "throughput", "dtype", "strict")
+MODEL_ONLY = ("latency", "throughput", "dtype", "strict", "task", "seq", "input_shape")
 LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 
 
 @click.command()
-@click.argument("model", type=click.Path(path_type=Path), required=False)
+@click.argument("model", required=False)
 @click.option("--llm", "llm_config", help="Instead of MODEL: an LLM config.json or preset (llama3-8b, ...).")
 @click.option("--tokens-per-s", type=float, help="LLM: decode tokens/s per request to reach.")
 @click.option("--ttft", help="LLM: time to first token to stay under, with units (500ms).")
@@ -38,13 +38,16 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 @click.option("--top", type=click.IntRange(min=1), help="Show only the best N (N >= 1).")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even where a calibration exists.")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know.")
+@model_options
 @catalog_option
 @json_option
 @click.pass_context
 def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_devices, latency, throughput, batch,
               dtype, segment, max_power, max_price, hardware_names, mode, rank_by, top, no_calibration, strict,
-              catalog_dirs, as_json):
-    """Rank the devices that run MODEL (a .py file), or an LLM (--llm), within the targets."""
+              task, seq, input_shape, catalog_dirs, as_json):
+    """Rank the devices that run MODEL, or an LLM (--llm), within the targets.
+
+    MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
     from ..api import ModelCosts, calibration_for
     from ..recommend import AUTO_DTYPES, Constraints
     from ..recommend import recommend as run_recommend
@@ -66,8 +69,8 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
         return _recommend_llm(llm_config, c, tokens_per_s, ttft, batch or 1, prompt, generate, max_devices,
                               catalog, no_calibration, as_json)
     with progress(f"counting {model} (batches 1 and 2)", enabled=not as_json):
-        costs = ModelCosts(model, strict=strict)
-    with progress(f"predicting {model.name} on {len(limit) or len(catalog)} devices", enabled=not as_json):
+        costs = ModelCosts(load_model_arg(model, task, seq, input_shape), strict=strict)
+    with progress(f"predicting {costs.model_path} on {len(limit) or len(catalog)} devices", enabled=not as_json):
         res = run_recommend(costs.at, list(catalog), c,
                             calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
     if as_json:
