@@ -195,3 +195,23 @@ def test_assumptions_about_precisions_not_used_are_left_out():
                                         "not measured, scaled by the median ratio 0.8: fp16, tf32"))
     assert relevant_assumptions(pred) == ["mode graph: CUDA graph replay, no host launch cost",
                                           "not measured, scaled by the median ratio 0.8: fp16"]
+
+
+def test_recommend_builds_its_notes_and_error_bands_in_the_library():
+    """The CLI used to append to the result's notes and add the bands to the JSON: now the library does both,
+    and the result cannot be changed after the fact."""
+    from tops_advisor.catalog import load_catalog
+    from tops_advisor.recommend import Constraints, recommend
+    from tops_advisor.workload import OpRecord, Workload
+
+    def at(batch, dtype):
+        op = OpRecord(name="aten.mm", kind="matmul", module="fc", flops=2e9 * batch, bytes_read=4e6 * batch,
+                      bytes_written=1e6 * batch, dtype=dtype)
+        return Workload(name="toy", batch=batch, dtype=dtype, ops=(op,), unsupported_ops={"aten.fancy_op": 2})
+
+    res = recommend(at, list(load_catalog(())), Constraints(max_batch=2, top=3))
+    assert "unsupported operators counted as zero: aten.fancy_op x2" in res.notes
+    assert len(res.recommendations) == 3
+    assert all(r.expected_error and r.expected_error["text"] for r in res.recommendations)
+    assert isinstance(res.notes, tuple)
+    assert res.model_dump()["notes"] == list(res.notes)
