@@ -131,7 +131,9 @@ def _recommend_llm(config, c, tokens_per_s, ttft, batch, prompt, generate, max_d
         echo_json({**res.model_dump(), "warnings": warnings})
         return
     from ..render.recommend import render_llm_recommendations
+    from ..render.tables import bullet
 
-    render_llm_recommendations(res, getattr(cfg, "name", str(config)), console())
+    out = console()
+    render_llm_recommendations(res, getattr(cfg, "name", str(config)), out)
     for w in warnings:
-        console().print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        bullet(out, w, mark="warning:", indent=0)
