@@ -109,9 +109,11 @@ def relevant_assumptions(pred: Prediction) -> list[str]:
     return out
 
 
-def render_analysis(pred: Prediction, hw_name: str, advice: list[str], band: dict | None, top: int, out) -> None:
+def render_analysis(pred: Prediction, hw_name: str, advice: list[str], band: dict | None, top: int, out,
+                    workload=None) -> None:
     """``analyze``'s output on the rich console ``out``: summary, error band, time by kind, top operators,
-    advice and the assumptions that bear on this prediction."""
+    advice, the assumptions that bear on this prediction, and the counted ``workload``'s notes and assumed
+    values."""
     out.print(summary_table(pred, hw_name))
     if band:
         bullet(out, band["text"], mark=" ", style="dim")
@@ -125,3 +127,6 @@ def render_analysis(pred: Prediction, hw_name: str, advice: list[str], band: dic
         bullet(out, line)
     for note in relevant_assumptions(pred):
         bullet(out, f"assumes: {note}", mark=" ", style="dim")
+    if workload is not None:
+        for line in [*workload.notes, *(f"assumed: {a} (--strict refuses)" for a in workload.assumptions)]:
+            bullet(out, line, mark=" ", style="dim")
