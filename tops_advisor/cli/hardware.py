@@ -61,6 +61,7 @@ def show(device, catalog_dirs, as_json):
     """Everything known about DEVICE (an id or alias), with the source of each number."""
     from ..render.hardware import device_record, source_lines
     from ..render.hardware_tables import show_tables
+    from ..render.tables import bullet
 
     catalog = get_catalog(catalog_dirs)
     hw = catalog.get(device)
@@ -77,7 +78,7 @@ def show(device, catalog_dirs, as_json):
     if hw.notes:
         out.print("[bold]Notes[/bold]")
         for n in hw.notes:
-            out.print(f"- {n}", highlight=False)
+            bullet(out, n, indent=0)
     out.print("[bold]Sources[/bold]")
     for line in source_lines(hw):
         out.print(line, highlight=False, markup=False)
