@@ -137,7 +137,8 @@ class _Builder:
             for sub, ops in (("positions_to_float", O.CAST), ("matmul_inv_freq", O.ELEMENTWISE), ("cat", O.COPY),
                              ("cos", O.ELEMENTWISE), ("sin", O.ELEMENTWISE), ("cos_to_dtype", O.CAST),
                              ("sin_to_dtype", O.CAST)):
-                self.elementwise(f"rotary_emb.{sub}", "rotary_emb", self.t * self.cfg.head_dim, 1, 1, 1,
+                rot = self.cfg.qk_rope_head_dim or self.cfg.head_dim  # MLA rotates only its rope part
+                self.elementwise(f"rotary_emb.{sub}", "rotary_emb", self.t * rot, 1, 1, 1,
                                  flops_per_elem=ops)
 
     def layer(self, i: int) -> None:

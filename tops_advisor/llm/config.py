@@ -381,14 +381,15 @@ def _attention_options(d: dict, where: str, model_type: str, layers: int, gpt_st
             "norms_per_layer": 4 if model_type in F.FOUR_NORM_FAMILIES else 2}
 
 
-def _options(d: dict, where: str, gpt_style: bool) -> dict:
-    """Tied embeddings, the MLP bias, and the GPT-style layout (LayerNorm, learned positions, fused qkv)."""
+def _options(d: dict, where: str, gpt_style: bool, model_type: str = "") -> dict:
+    """Tied embeddings, the MLP bias, and the GPT-style layout (LayerNorm, learned positions, fused qkv; Phi-3
+    also runs one qkv_proj)."""
     tie = d.get("tie_word_embeddings", gpt_style)
     if not isinstance(tie, bool):
         raise LLMConfigError(f"{where}: tie_word_embeddings must be true or false, got {tie!r}")
     return {"tie_word_embeddings": tie, "mlp_bias": bool(d.get("mlp_bias", gpt_style)),
             "norm": "layernorm" if gpt_style else "rmsnorm", "position": "learned" if gpt_style else "rotary",
-            "fused_qkv": gpt_style}
+            "fused_qkv": gpt_style or model_type == "phi3"}
 
 
 def _neutral(value) -> bool:
@@ -445,7 +446,7 @@ def config_from_dict(raw: dict, name: str = "model", source: str = "",
     mlp = _mlp(d, gpt_style, model_type)
     return LLMConfig(name=str(raw.get("_name_or_path") or name), model_type=model_type, **sizes, **mlp,
                      **_experts(d, where, model_type, layers),
-                     **_attention_options(d, where, model_type, layers, gpt_style), **_options(d, where, gpt_style),
+                     **_attention_options(d, where, model_type, layers, gpt_style), **_options(d, where, gpt_style, model_type),
                      warnings=nested + config_warnings(raw, model_type, mlp["hidden_act"]), source=source or name)
 
 
