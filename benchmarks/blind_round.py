@@ -1,0 +1,137 @@
+"""A blind round in two steps: predict (before any measurement, committed), then score against measurements.
+
+    python benchmarks/blind_round.py predict --models-file benchmarks/blind15/models.txt \
+        --batches 1,8,32,128 --dtype fp16 --out benchmarks/blind15/predictions.json
+    # on the GPU: benchmarks/measure_models.py (graph and eager) and the probe's eager launch time
+    python benchmarks/blind_round.py score benchmarks/blind15/predictions.json measured.json \
+        --kernel-eager-us 9.1 --markdown
+
+Predictions are for the H200 SXM: datasheet defaults and the shipped calibration, CUDA graph and eager. Eager
+time depends on the host's speed, which a probe of the same machine measures (the time of a trivial operator
+launched eagerly, ``probe.overhead.eager_kernel_s``): the predict step writes eager predictions for a grid of
+such launch times, and the score step takes the grid point nearest the launch time measured in the same
+session, so nothing is predicted after the measurement. Error = (predicted - measured) / measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HARDWARE = "h200-sxm"
+LAUNCH_GRID_US = [round(4.0 + 0.25 * i, 2) for i in range(53)]  # 4 .. 17 us
+
+
+def _perfs(hw):
+    from tops_advisor.api import calibration_for, device_perf
+
+    cal, source = calibration_for(hw)
+    grid = {us: device_perf(hw, cal.model_copy(update={"kernel_eager_us": us}), source) for us in LAUNCH_GRID_US}
+    return device_perf(hw), device_perf(hw, cal, source), grid
+
+
+def predict_cases(models: list[str], batches: list[int], dtype: str) -> dict:
+    from tops_advisor.api import ModelCosts, load_catalog, predict
+
+    hw = load_catalog().get(HARDWARE)
+    plain, calibrated, grid = _perfs(hw)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    rows = []
+    for spec in models:
+        costs = ModelCosts(spec, base_dtype=dtype)
+        for batch in batches:
+            w = costs.at(batch, dtype)
+            row = {"model": spec, "batch": batch, "dtype": dtype}
+            for label, perf in (("datasheet", plain), ("calibrated", calibrated)):
+                for mode in ("graph", "eager"):
+                    row[f"{mode}_{label}_s"] = predict(w, hw, mode=mode, perf=perf).latency_s
+            row["eager_by_launch_us"] = {str(us): predict(w, hw, mode="eager", perf=p).latency_s
+                                         for us, p in grid.items()}
+            rows.append(row)
+    return {"hardware": HARDWARE, "frozen_at": commit, "rows": rows}
+
+
+def _nearest(grid: dict[str, float], launch_us: float) -> float:
+    key = min(grid, key=lambda k: abs(float(k) - launch_us))
+    return grid[key]
+
+
+def score(pred: dict, measured: dict, launch_us: float | None) -> list[dict]:
+    runs = {(r["model"], r["batch"], r["dtype"]): r for r in measured["runs"]}
+    out = []
+    for p in pred["rows"]:
+        m = runs.get((p["model"], p["batch"], p["dtype"]))
+        if m is None or m.get("error") or not m.get("graph_s"):
+            out.append({**{k: p[k] for k in ("model", "batch", "dtype")}, "error_text": (m or {}).get("error")})
+            continue
+        row = {k: p[k] for k in ("model", "batch", "dtype")} | {"graph_s": m["graph_s"], "eager_s": m["eager_s"]}
+        for key in ("graph_datasheet", "graph_calibrated", "eager_datasheet", "eager_calibrated"):
+            mode = key.split("_")[0]
+            row[key] = (p[f"{key}_s"] - m[f"{mode}_s"]) / m[f"{mode}_s"]
+        if launch_us is not None:
+            row["eager_host_probed"] = (_nearest(p["eager_by_launch_us"], launch_us) - m["eager_s"]) / m["eager_s"]
+        out.append(row)
+    return out
+
+
+def summary(rows: list[dict]) -> dict:
+    keys = [k for k in ("graph_datasheet", "graph_calibrated", "eager_datasheet", "eager_calibrated",
+                        "eager_host_probed") if any(k in r for r in rows)]
+    res = {}
+    for k in keys:
+        errs = [abs(r[k]) for r in rows if k in r]
+        worst = max((r for r in rows if k in r), key=lambda r: abs(r[k]))
+        res[k] = {"n": len(errs), "median": statistics.median(errs), "worst": abs(worst[k]),
+                  "worst_case": f"{worst['model']} b={worst['batch']}", "over_40": sum(e > 0.4 for e in errs)}
+    return res
+
+
+def markdown(rows: list[dict], summ: dict) -> str:
+    keys = list(summ)
+    lines = ["| model | batch | graph ms | eager ms | " + " | ".join(keys) + " |",
+             "|---|---|---|---|" + "---|" * len(keys)]
+    for r in rows:
+        if "graph_s" not in r:
+            lines.append(f"| {r['model']} | {r['batch']} | failed: {r.get('error_text')} |")
+            continue
+        cells = " | ".join(f"{r[k] * 100:+.0f}%" for k in keys)
+        lines.append(f"| {r['model']} | {r['batch']} | {r['graph_s'] * 1e3:.3f} | {r['eager_s'] * 1e3:.3f} | {cells} |")
+    lines += ["", "| set | n | median abs error | worst | worst case | over 40% |", "|---|---|---|---|---|---|"]
+    lines += [f"| {k} | {v['n']} | {v['median'] * 100:.1f}% | {v['worst'] * 100:.0f}% | {v['worst_case']} | "
+              f"{v['over_40']} |" for k, v in summ.items()]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="step", required=True)
+    p = sub.add_parser("predict")
+    p.add_argument("--models-file", required=True)
+    p.add_argument("--batches", default="1,8,32,128")
+    p.add_argument("--dtype", default="fp16")
+    p.add_argument("--out", required=True)
+    s = sub.add_parser("score")
+    s.add_argument("predictions")
+    s.add_argument("measured")
+    s.add_argument("--kernel-eager-us", type=float, help="the probe's eager launch time on the measuring host")
+    s.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    if args.step == "predict":
+        models = [ln.strip() for ln in Path(args.models_file).read_text().splitlines() if ln.strip()
+                  and not ln.startswith("#")]
+        result = predict_cases(models, [int(b) for b in args.batches.split(",")], args.dtype)
+        Path(args.out).write_text(json.dumps(result, indent=1))
+        return 0
+    rows = score(json.loads(Path(args.predictions).read_text()), json.loads(Path(args.measured).read_text()),
+                 args.kernel_eager_us)
+    summ = summary([r for r in rows if "graph_s" in r])
+    print(markdown(rows, summ) if args.markdown else json.dumps({"rows": rows, "summary": summ}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
