@@ -231,15 +231,21 @@ def device_times(a: dict, perf: DevicePerf, tf32_matmul: bool = False) -> _Devic
     return _DeviceTimes(precision, compute, memory, rates.floors(a, cls, perf), a["kernels"] * perf.kernel_gap_s)
 
 
-def eager_timeline(a: dict, device: np.ndarray, perf: DevicePerf, functional: bool) -> tuple[float, float]:
+def eager_timeline(a: dict, device: np.ndarray, perf: DevicePerf, functional: bool,
+                   module_calls: int = 0) -> tuple[float, float]:
     """Eager PyTorch: the host launches operator after operator while the device runs behind it; the forward
-    ends when the last kernel does. Returns (latency, host time)."""
+    ends when the last kernel does. Host time per operator, plus per nn.Module call (``module_calls``, spread
+    over the operators that launch). Returns (latency, host time)."""
     if not device.size:
         return 0.0, 0.0
     k = a["kernels"]
+    d = perf.defaults
     op_s = perf.eager_op_s
     if functional:  # no nn.Module call around each operator (same calibration scaling)
-        op_s *= perf.defaults.eager_functional_op_s.value / perf.defaults.eager_op_s.value
+        op_s *= d.eager_functional_op_s.value / d.eager_op_s.value
+    launching = (k >= 1) & ~a["internal"]
+    if module_calls and launching.any():  # the calibration scales module calls as it scales operators
+        op_s += perf.eager_op_s * d.eager_module_call_s.value / d.eager_op_s.value * module_calls / launching.sum()
     host = np.where(k >= 1, op_s + np.maximum(k - 1, 0) * perf.eager_extra_kernel_s, perf.eager_no_kernel_op_s)
     host = np.where(a["internal"], k * perf.eager_extra_kernel_s, host)
     issue = np.cumsum(host)                    # when the host has launched op j
@@ -289,7 +295,8 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     t = device_times(a, perf, tf32_matmul)
     device = t.device
     device_total = float(device.sum())
-    latency, host_total = (eager_timeline(a, device, perf, workload.functional) if mode == "eager"
+    latency, host_total = (eager_timeline(a, device, perf, workload.functional, workload.module_calls)
+                           if mode == "eager"
                            else (device_total, 0.0))
     by_bound = _time_by_bound(t, latency - device_total)
     main_precision = _main_precision(a["flops"], t.precision, workload.dtype, hardware)
