@@ -99,4 +99,4 @@ def render_llm(r, hw, source: str, out, band: dict | None = None) -> None:
     if band:
         bullet(out, band["text"], mark=" ", style="dim")
     for w in r.warnings:
-        out.print(f"[yellow]warning:[/yellow] {w}", markup=True, highlight=False)
+        bullet(out, w, mark="warning:", indent=0)
