@@ -26,7 +26,7 @@ from .workload import Workload
 __all__ = ["Calibration", "Catalog", "Hardware", "ModelCosts", "Prediction", "Workload", "calibration_for",
            "device_perf", "load_calibration", "load_catalog", "predict"]
 
-_COUNT_DTYPES = ("fp32", "fp16", "bf16")
+_COUNT_DTYPES = ("fp32", "fp16", "bf16", "amp")   # amp: an fp32 model under autocast (counting/amp.py)
 
 
 class ModelCosts:
@@ -38,11 +38,16 @@ class ModelCosts:
     The model is counted at two small batches; other batches are extrapolated (every per-operator count of
     a feed-forward model is affine in the batch, see ``scaling.batch_affine``). A model whose operator
     sequence changes with the batch is counted again at each batch asked for.
+
+    ``mode`` picks the kernels the workloads list: eager PyTorch's for "graph" and "eager", inductor's fused
+    kernels for "compiled" (``counting/fusion.py``); ``at(..., mode=...)`` overrides it per call.
     """
 
     def __init__(self, model, *, base_dtype: str = "fp16", strict: bool = False, batches: tuple[int, int] = (1, 2),
-                 task: str | None = None, seq: int | None = None, input_shape: tuple[int, ...] | None = None):
+                 task: str | None = None, seq: int | None = None, input_shape: tuple[int, ...] | None = None,
+                 mode: str = "graph"):
         from .counting import count, load_model  # torch is only needed here
+        from .counting.lowering import lowering_for
 
         # a model file path, timm:NAME, torchvision:NAME, hf:PATH_OR_ID, or a counting.load_model result
         self._source = load_model(model, task=task, seq=seq, input_shape=input_shape)
@@ -50,35 +55,47 @@ class ModelCosts:
         self.base_dtype = base_dtype
         self.strict = strict
         self._count = count
-        self._cache: dict[tuple[int, str], Workload] = {}
-        self._affine_ok = True
-        self._anchors = tuple(self._counted(b, base_dtype) for b in batches)
+        self._lowering_for = lowering_for
+        self.mode = mode
+        self._batches = batches
+        self._cache: dict[tuple[int, str, str], Workload] = {}
+        self._affine_ok: dict[str, bool] = {}
+        self._anchor_pairs: dict[str, tuple[Workload, ...]] = {}
+        self._anchors = self._anchors_for(lowering_for(mode))
 
-    def _counted(self, batch: int, dtype: str) -> Workload:
-        key = (batch, dtype)
+    def _counted(self, batch: int, dtype: str, lowering: str) -> Workload:
+        key = (batch, dtype, lowering)
         if key not in self._cache:
-            self._cache[key] = self._count(self._source, batch=batch, dtype=dtype, strict=self.strict)
+            self._cache[key] = self._count(self._source, batch=batch, dtype=dtype, strict=self.strict,
+                                           lowering=lowering)
         return self._cache[key]
+
+    def _anchors_for(self, lowering: str) -> tuple[Workload, ...]:
+        if lowering not in self._anchor_pairs:
+            self._anchor_pairs[lowering] = tuple(self._counted(b, self.base_dtype, lowering) for b in self._batches)
+        return self._anchor_pairs[lowering]
 
     @property
     def unsupported_ops(self) -> dict[str, int]:
         return dict(self._anchors[0].unsupported_ops)
 
-    def at(self, batch: int, dtype: str | None = None) -> Workload:
-        """The workload at ``batch`` and ``dtype`` (fp32/fp16/bf16 counted; fp8/int8/int4 derived)."""
+    def at(self, batch: int, dtype: str | None = None, mode: str | None = None) -> Workload:
+        """The workload at ``batch`` and ``dtype`` (fp32/fp16/bf16/amp counted; fp8/int8/int4 derived), as the
+        kernels of ``mode`` (default: the one given at construction)."""
         dtype = dtype or self.base_dtype
+        lowering = self._lowering_for(mode or self.mode)
         base = dtype if dtype in _COUNT_DTYPES else "fp16"
-        if (batch, base) in self._cache:
-            w = self._cache[(batch, base)]
-        elif base == self.base_dtype and self._affine_ok:
+        if (batch, base, lowering) in self._cache:
+            w = self._cache[(batch, base, lowering)]
+        elif base == self.base_dtype and self._affine_ok.get(lowering, True):
             try:
-                w = batch_affine(*self._anchors, batch)
+                w = batch_affine(*self._anchors_for(lowering), batch)
             except CountingError:
-                self._affine_ok = False
-                w = self._counted(batch, base)
-            self._cache[(batch, base)] = w
+                self._affine_ok[lowering] = False
+                w = self._counted(batch, base, lowering)
+            self._cache[(batch, base, lowering)] = w
         else:
-            w = self._counted(batch, base)
+            w = self._counted(batch, base, lowering)
         return retype(w, dtype) if dtype != base else w
 
 

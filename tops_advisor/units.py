@@ -22,7 +22,12 @@ BYTES_PER_ELEMENT: dict[str, float] = {
 _DTYPE_ALIASES = {
     "float64": "fp64", "double": "fp64", "float32": "fp32", "float": "fp32", "float16": "fp16",
     "half": "fp16", "bfloat16": "bf16", "float8": "fp8", "e4m3": "fp8", "float8_e4m3fn": "fp8",
+    "autocast": "amp", "mixed": "amp",
 }
+# Automatic mixed precision: an fp32 model run under torch.autocast("cuda", torch.float16). Not a storage
+# precision (no peak, no element size): the counter runs each operator in the precision autocast picks
+# (counting/amp.py), so the operators carry fp16 or fp32.
+AMP = "amp"
 
 
 def parse_precision(text: str, allowed: tuple[str, ...] = PRECISIONS) -> str:

@@ -36,8 +36,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map_only
 
 from ..errors import CountingError, ForwardFailed, InputError, ModelFileError, one_line
-from ..units import parse_precision
+from ..units import AMP, parse_precision
 from ..workload import OpRecord, Workload
+from .amp import Autocast
 from .fusion import FlowTracker
 from .handles import ZERO_COST, Cost, OpCall, TensorInfo, lookup
 from .host_reads import HostReads
@@ -50,10 +51,10 @@ from .sources import ModelSource, load_model
 # fp32 storage, matrix operators labelled tf32). fp8/int8/int4/fp4 have no eager kernels for most operators:
 # the model runs in fp16 (same shapes) and ``scaling.retype`` rescales the floating-point bytes to the
 # narrow element size (weights and activations quantised together, as TensorRT-style inference runs).
-COUNT_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
+COUNT_DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4", AMP)
 _NARROW = frozenset({"fp8", "int8", "int4", "fp4"})
 _DTYPE_NAME = {torch.float64: "fp64", torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
-_TORCH_DTYPE = {name: dt for dt, name in _DTYPE_NAME.items()} | {"tf32": torch.float32}
+_TORCH_DTYPE = {name: dt for dt, name in _DTYPE_NAME.items()} | {"tf32": torch.float32, AMP: torch.float32}
 _TENSOR_CORE_KINDS = frozenset({"matmul", "conv", "attention"})
 
 _SDPA = "aten.scaled_dot_product_attention"
@@ -149,6 +150,7 @@ class _State:
         self.attention_outputs: set[int] = set()     # SDPA outputs ...
         self.attention_transposed: set[int] = set()  # ... and their transpose(1, 2) views
         self.flow = FlowTracker()                    # dataflow, for the inductor lowering
+        self.autocast: Autocast | None = None        # dtype "amp": autocast's per-operator precision
 
     def _hold(self, tensors: list[torch.Tensor], ids: set[int], keep: bool = True) -> None:
         """Remember tensors by id: kept alive (``keep``), or forgotten when freed, so no id is reused."""
@@ -158,6 +160,10 @@ class _State:
                 self._keep.append(t)
             else:
                 weakref.finalize(t, ids.discard, id(t))
+
+    def weight_key(self, t: torch.Tensor) -> int | None:
+        """The value behind a parameter (or a view of one), None for an activation: autocast's cache key."""
+        return self.flow.value_id(t) if id(t) in self.param_ids else None
 
     @property
     def module(self) -> str:
@@ -307,6 +313,8 @@ class _DispatchCounter(TorchDispatchMode):
         name = str(func.overloadpacket)
         if self.state.host.handles(name):
             return self.state.host.answer(name, func, args, kwargs)
+        if self.state.autocast is not None and not self.state.suppress:  # --dtype amp: autocast's casts
+            args, kwargs = self.state.autocast.cast(name, args, kwargs, self.state.weight_key)
         from .meta_kernels import lookup as shape_function  # meta kernels that refuse dtypes the GPU runs
 
         out = (shape_function(name) or func)(*args, **kwargs)
@@ -472,7 +480,9 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
                             lowering=lowering)
         return retype(base, dtype)
     args, kwargs, tensors, on_meta = _prepare(module, inputs, dtype)
-    state = _State(dtype, tensors, strict)
+    state = _State("fp32" if dtype == AMP else dtype, tensors, strict)
+    if dtype == AMP:  # an fp32 model under autocast (counting/amp.py)
+        state.autocast = Autocast(state.record)
     input_bytes = float(sum(a.numel() * state.itemsize(a) for a in _flat_tensors((args, kwargs))))
     state.live_bytes = state.peak_bytes = input_bytes
     _run_forward(module, args, kwargs, state, on_meta, label)

@@ -94,6 +94,10 @@ class FlowTracker:
     def _id(self, t) -> int:
         return self._ids.get(id(t)) or self._assign(t)
 
+    def value_id(self, t) -> int:
+        """The value a tensor holds now (a view shares its base's)."""
+        return self._id(t)
+
     def alias(self, outs: list, ins: list) -> None:
         """A view: its outputs are the first input's value."""
         if ins:
@@ -235,7 +239,8 @@ def _as_gemm(record: OpRecord) -> OpRecord:
     g = record.gemm
     if record.kind == "conv" and g is not None and g.batch == 1 and g.spatial_dims == 2 \
             and (g.k // g.window) % _GEMM_CHANNEL_ALIGNMENT == 0:
-        return replace(record, kind="matmul")
+        # still a cuDNN convolution call: fp32 runs in TF32 (torch.backends.cudnn.allow_tf32 defaults to True)
+        return replace(record, kind="matmul", dtype="tf32" if record.dtype == "fp32" else record.dtype)
     return record
 
 

@@ -1,0 +1,147 @@
+"""The inductor lowering (counting/fusion.py) on tiny models whose inductor kernels are known from the
+generated code of the same patterns in timm models on an H200 (benchmarks/results/h200_compiled.json):
+ResNet-50's conv -> [bn + relu] and [bn + bn + add + relu] kernels, MobileNetV2's [bn + hardtanh + mean]
+persistent reduction, ViT's [add + layer_norm] kernels around the extern GEMMs."""
+
+import pytest
+import torch
+from torch import nn
+
+from tops_advisor.api import ModelCosts
+from tops_advisor.catalog import load_catalog
+from tops_advisor.counting import count_module
+from tops_advisor.counting.lowering import INDUCTOR_CUDA, PYTORCH_CUDA, lowering_for
+from tops_advisor.errors import InputError
+from tops_advisor.roofline import predict
+from tops_advisor.roofline.predict import COMPILED_LOWERING
+
+
+class TinyResidualCNN(nn.Module):
+    """conv3x3(+bias) -> bn -> relu -> conv1x1 -> bn -> + shortcut -> relu -> global mean -> linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(16, 32, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(32)
+        self.conv2 = nn.Conv2d(32, 32, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(32)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        z = torch.relu(self.bn2(self.conv2(y)) + y)
+        return self.fc(z.mean((2, 3)))
+
+
+def _compiled(module, x, dtype="fp16"):
+    return count_module(module, x, dtype, lowering=INDUCTOR_CUDA)
+
+
+def test_lowering_names_agree():
+    assert COMPILED_LOWERING == INDUCTOR_CUDA
+    assert lowering_for("compiled") == INDUCTOR_CUDA
+    assert lowering_for("graph") == lowering_for("eager") == PYTORCH_CUDA
+
+
+def test_residual_cnn_kernels_and_bytes():
+    w = _compiled(TinyResidualCNN(), torch.randn(2, 16, 8, 8))
+    names = [op.name for op in w.ops]
+    # channels-last: the input image and the 3x3 weight copied; convolutions extern (no bias: it joins the
+    # next kernel); [bias + bn + relu]; [bn + add + relu + mean] (one persistent reduction); the linear.
+    assert names == ["triton.weight_to_channels_last", "triton.input_to_channels_last", "aten.convolution",
+                     "triton:add+native_batch_norm+relu", "aten.convolution",
+                     "triton:native_batch_norm+add+relu+mean", "aten.addmm"]
+    assert w.kernels == 7
+    act = 2 * 32 * 8 * 8 * 2   # one fp16 activation of conv1/conv2's output: 8192 bytes
+    bias_bn = (32 + 4 * 32) * 2   # conv1's bias and bn1's mean, var, weight, bias (fp16)
+    first = w.ops[3]
+    assert first.bytes_read == act + bias_bn and first.bytes_written == act   # y, read by conv2 and the add
+    second = w.ops[5]
+    # reads conv2's output, y and bn2's four vectors; writes only the mean (the rest stays in registers)
+    assert second.bytes_read == 2 * act + 4 * 32 * 2
+    assert second.bytes_written == 2 * 32 * 2
+    assert second.flops > 0 and all(op.kind != "norm" for op in w.ops)
+
+
+def test_eager_lowering_is_unchanged_by_dataflow():
+    eager = count_module(TinyResidualCNN(), torch.randn(2, 16, 8, 8), "fp16")
+    assert eager.lowering == PYTORCH_CUDA
+    assert [op.name for op in eager.ops][:4] == ["aten.convolution", "aten.add", "aten.native_batch_norm",
+                                                 "aten.relu"]
+
+
+class PreNormBlock(nn.Module):
+    def __init__(self, d=64):
+        super().__init__()
+        self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        x = x + self.proj(self.n1(x))
+        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.n2(x))))
+
+
+def test_transformer_blocks_fuse_add_and_norm_but_not_across_gemms():
+    w = _compiled(nn.Sequential(PreNormBlock(), PreNormBlock()), torch.randn(2, 16, 64))
+    kinds = [("gemm" if op.kind == "matmul" else op.name) for op in w.ops]
+    # block 1: [n1], proj, [add + n2], fc1, [gelu], fc2; block 2 starts with [add + n1] (the residual add
+    # waits for fc2, so it cannot join block 1's [add + n2]), and the last add is a kernel of its own.
+    assert kinds == ["triton:native_layer_norm", "gemm", "triton:add+native_layer_norm", "gemm", "triton:gelu",
+                     "gemm", "triton:add+native_layer_norm", "gemm", "triton:add+native_layer_norm", "gemm",
+                     "triton:gelu", "gemm", "triton:add"]
+    row = 2 * 16 * 64 * 2
+    add_norm = w.ops[2]
+    assert add_norm.bytes_written == 2 * row   # the sum (read again by the next residual add) and the norm
+
+
+def test_layout_stays_nchw_for_a_lone_convolution_in_a_big_graph():
+    class PatchEmbedThenMlp(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.patch = nn.Conv2d(3, 32, 4, stride=4)
+            self.blocks = nn.Sequential(*(PreNormBlock(32) for _ in range(12)))
+
+        def forward(self, x):
+            return self.blocks(self.patch(x).flatten(2).transpose(1, 2))
+
+    w = _compiled(PatchEmbedThenMlp(), torch.randn(1, 3, 32, 32))
+    assert not any("channels_last" in op.name for op in w.ops)
+    assert w.ops[0].kind == "conv"
+
+
+def test_predict_compiled_needs_the_inductor_workload():
+    hw = load_catalog().get("h200")
+    x = torch.randn(2, 16, 8, 8)
+    eager = count_module(TinyResidualCNN(), x, "fp16")
+    with pytest.raises(InputError, match="inductor"):
+        predict(eager, hw, mode="compiled")
+    compiled = _compiled(TinyResidualCNN(), x)
+    with pytest.raises(InputError):
+        predict(compiled, hw, mode="graph")
+    p = predict(compiled, hw, mode="compiled")
+    g = predict(eager, hw, mode="graph")
+    assert p.mode == "compiled" and p.kernels == 7 < g.kernels
+    assert p.bytes < g.bytes and p.latency_s < g.latency_s
+
+
+def test_model_costs_extrapolates_compiled_workloads(tmp_path):
+    src = tmp_path / "tiny.py"
+    src.write_text("import torch\nfrom torch import nn\n"
+                   "def build_model():\n    return nn.Sequential(nn.Conv2d(8, 16, 3), nn.BatchNorm2d(16), nn.ReLU(),"
+                   " nn.Conv2d(16, 16, 3))\n"
+                   "def example_inputs(b):\n    return torch.randn(b, 8, 16, 16)\n")
+    costs = ModelCosts(str(src), mode="compiled")
+    extrapolated = costs.at(16)
+    direct = count_module(*_load(src), "fp16", lowering=INDUCTOR_CUDA, batch=16)
+    assert extrapolated.lowering == INDUCTOR_CUDA
+    assert [op.name for op in extrapolated.ops] == [op.name for op in direct.ops]
+    assert extrapolated.bytes == pytest.approx(direct.bytes)
+    assert costs.at(16, mode="graph").lowering == PYTORCH_CUDA
+
+
+def _load(path):
+    from tops_advisor.counting import load_model
+
+    source = load_model(str(path))
+    return source.build(meta=False), source.inputs(16, meta=False)

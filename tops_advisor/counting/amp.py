@@ -1,0 +1,100 @@
+"""Autocast (``--dtype amp``): an fp32 model run under ``torch.autocast("cuda", dtype=torch.float16)``, counted
+operator by operator in the precision autocast gives each one.
+
+Autocast's policy is three lists of operators, from PyTorch's ``aten/src/ATen/autocast_mode.h`` (the
+``AT_FORALL_LOWER_PRECISION_FP``, ``AT_FORALL_FP32`` and ``AT_FORALL_FP32_SET_OPT_DTYPE`` macros, torch
+2.14; the lists in ``autocast_mode.cpp`` register them for CUDA):
+
+- **lower precision** (matrix products, convolutions, ``prelu``, attention): floating-point inputs cast to
+  fp16, output fp16;
+- **fp32** (layer/group/RMS norm, ``exp``, ``log``, ``pow``, ``rsqrt``, ``softplus``, upsampling, losses ...):
+  inputs cast to fp32, output fp32;
+- **fp32 with an output dtype** (``softmax``, ``log_softmax``, ``sum``, ``prod``, ``cumsum`` ...): computed
+  and returned in fp32; on CUDA a half ``softmax`` upcasts inside its kernel (``_softmax(x, dim,
+  half_to_float=True)``, aten/src/ATen/native/SoftMax.cpp), so no cast kernel;
+- every other operator runs in its inputs' precision (an fp16 activation plus an fp32 residual is fp32 by
+  type promotion, read as they are).
+
+Each cast is a kernel (``aten._to_copy``: read the source, write the copy). Autocast caches the fp16 copy
+of a weight (a leaf tensor that requires grad) for the rest of the autocast region, so each fp32 weight is
+read and cast once per forward; activations are cast at every use. Batch norm is on no list: it runs on
+the fp16 convolution output with its fp32 statistics, with no cast.
+
+The counter sees operators after autocast and composite decomposition (``linear`` arrives as ``addmm``), so
+the lists are matched by the ATen operators they decompose into. The casting happens inside the counter's
+dispatch mode, on meta or fake tensors: nothing is computed.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils._pytree import tree_map_only
+
+# autocast_mode.h, AT_FORALL_LOWER_PRECISION_FP, as the ATen operators reaching the dispatcher
+LOWER_PRECISION = frozenset(f"aten.{n}" for n in (
+    "mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "addr", "convolution", "_convolution",
+    "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "prelu", "_prelu_kernel", "matmul", "linear", "einsum", "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+    "scaled_dot_product_attention",
+))
+# AT_FORALL_FP32
+FP32 = frozenset(f"aten.{n}" for n in (
+    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal", "rsqrt",
+    "sinh", "tan", "pow", "softplus", "layer_norm", "native_layer_norm", "rms_norm", "_fused_rms_norm",
+    "group_norm", "native_group_norm", "frobenius_norm", "nuclear_norm", "cosine_similarity", "poisson_nll_loss",
+    "cosine_embedding_loss", "nll_loss", "nll_loss2d", "nll_loss_forward", "hinge_embedding_loss", "kl_div",
+    "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss", "margin_ranking_loss", "multilabel_margin_loss",
+    "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss", "binary_cross_entropy_with_logits", "dist",
+    "pdist", "cdist", "renorm", "logsumexp", "upsample_nearest1d", "_upsample_nearest_exact1d",
+    "upsample_nearest2d", "_upsample_nearest_exact2d", "upsample_nearest3d", "_upsample_nearest_exact3d",
+    "upsample_linear1d", "upsample_bilinear2d", "_upsample_bilinear2d_aa", "upsample_trilinear3d",
+    "upsample_bicubic2d", "_upsample_bicubic2d_aa",
+))
+# AT_FORALL_FP32_SET_OPT_DTYPE: computed in fp32; a half softmax upcasts inside its kernel on CUDA
+FP32_OUTPUT = frozenset(f"aten.{n}" for n in (
+    "prod", "_softmax", "softmax", "_log_softmax", "log_softmax", "cumprod", "cumsum", "linalg_vector_norm",
+    "linalg_matrix_norm", "sum", "norm",
+))
+_IN_KERNEL_UPCAST = frozenset({"aten._softmax", "aten._log_softmax"})
+_CAST = "aten._to_copy"
+
+
+class Autocast:
+    """Autocast's casts for one forward: ``cast`` returns an operator's arguments in the precision autocast
+    gives it and records each cast kernel through ``record(name, args, kwargs, out)``."""
+
+    def __init__(self, record, lower: torch.dtype = torch.float16):
+        self.record = record
+        self.lower = lower
+        self._weights: dict[tuple, torch.Tensor] = {}   # autocast's cast cache: (weight, dtype) -> its copy
+
+    def target(self, name: str) -> torch.dtype | None:
+        if name in LOWER_PRECISION:
+            return self.lower
+        if name in FP32 or name in FP32_OUTPUT:
+            return torch.float32
+        return None
+
+    def cast(self, name: str, args: tuple, kwargs: dict, weight_key) -> tuple[tuple, dict]:
+        """``weight_key(t)``: a key naming the weight behind ``t`` (a view of it included), None for an
+        activation."""
+        dtype = self.target(name)
+        if dtype is None:
+            return args, kwargs
+        quiet = name in _IN_KERNEL_UPCAST
+
+        def one(t: torch.Tensor) -> torch.Tensor:
+            if not t.is_floating_point() or t.dtype == dtype or t.dtype == torch.float64:
+                return t
+            key = weight_key(t)
+            if key is not None and (key, dtype) in self._weights:
+                return self._weights[(key, dtype)]
+            out = t.to(dtype)
+            if not quiet:
+                self.record(_CAST, (t,), {"dtype": dtype}, out)
+            if key is not None:
+                self._weights[(key, dtype)] = out
+            return out
+
+        return tree_map_only(torch.Tensor, one, args), tree_map_only(torch.Tensor, one, kwargs)
