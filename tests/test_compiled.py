@@ -145,3 +145,20 @@ def _load(path):
 
     source = load_model(str(path))
     return source.build(meta=False), source.inputs(16, meta=False)
+
+
+def test_measurement_records_compiled_latency():
+    from tops_advisor.validate.measure import DEFAULT_MODES, Measurement
+
+    m = Measurement(model="m.py", batch=4, dtype="amp", compiled_s=1e-3, compiled_spread_s=(0.9e-3, 1.2e-3))
+    rec = m.model_dump()
+    assert rec["compiled_s"] == 1e-3 and rec["compiled_spread"] == [0.9e-3, 1.2e-3]
+    assert Measurement.from_record(rec) == m
+    assert "compiled" not in DEFAULT_MODES   # compiling is asked for, never a default
+
+
+def test_validate_refuses_compiled_on_the_cpu():
+    from tops_advisor.validate.run import check_request
+
+    with pytest.raises(InputError, match="compiled mode replays CUDA graphs"):
+        check_request("cpu", "compiled", "h200")

@@ -1,6 +1,8 @@
 """Measure a model file's real latency on the local device (imports torch).
 
-Timing on a CUDA GPU: CUDA events around each forward (eager) or CUDA-graph replay, after warm-up; the
+Timing on a CUDA GPU: CUDA events around each forward (eager) or CUDA-graph replay (graph: the eager forward
+captured; compiled: ``torch.compile(model, dynamic=False)``, inductor's default mode, captured the same way
+after it compiled), after warm-up; the
 median of ``repeats`` timed iterations and the spread (min, max). Inputs are random, never zeros. On the CPU
 (a plumbing test, not an accuracy measurement) the same loop is timed with ``time.perf_counter`` and only
 eager mode exists. ``profile_ops`` runs one eager forward under torch.profiler and returns the device time
@@ -20,12 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 from ..errors import ModelFileError, ProbeError, one_line
 from ..probe.kit import CpuBackend, CudaBackend, Timing, capture_graph, device_name, environment, is_oom
 
-__all__ = ["DTYPES", "MEASURED_MODES", "Measurement", "MeasurementSet", "capture_graph", "cast_inputs",
+__all__ = ["DEFAULT_MODES", "DTYPES", "MEASURED_MODES", "Measurement", "MeasurementSet", "capture_graph", "cast_inputs",
            "check_device", "device_name", "environment", "is_oom", "measure_batches", "measure_one",
            "forward_fn", "profile_ops", "time_fn"]
 
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-MEASURED_MODES = ("eager", "graph")
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
+          "amp": torch.float32}   # amp: an fp32 model under torch.autocast("cuda", torch.float16)
+AUTOCAST_DTYPE = torch.float16
+MEASURED_MODES = ("eager", "graph", "compiled")
+DEFAULT_MODES = ("eager", "graph")   # compiled on request: compiling takes seconds to minutes per batch
 
 
 class Measurement(BaseModel):
@@ -47,6 +52,8 @@ class Measurement(BaseModel):
     eager_spread_s: tuple[float, float] | None = None
     graph_s: float | None = None
     graph_spread_s: tuple[float, float] | None = None
+    compiled_s: float | None = None               # torch.compile (default mode) replayed as a CUDA graph
+    compiled_spread_s: tuple[float, float] | None = None
     kernels_by_op: dict[str, dict] | None = None   # ATen op -> calls, device_us, self_device_us, outer_device_us
     error: str | None = None                       # "out of memory" or why this batch failed
 
@@ -77,7 +84,8 @@ class Measurement(BaseModel):
         spread = {m: tuple(rec[f"{m}_spread"]) if f"{m}_spread" in rec else None for m in MEASURED_MODES}
         return cls(model=rec["model"], batch=rec["batch"], dtype=rec["dtype"], device=rec.get("device", "cuda"),
                    eager_s=rec.get("eager_s"), eager_spread_s=spread["eager"], graph_s=rec.get("graph_s"),
-                   graph_spread_s=spread["graph"], kernels_by_op=rec.get("kernels_by_op"),
+                   graph_spread_s=spread["graph"], compiled_s=rec.get("compiled_s"),
+                   compiled_spread_s=spread["compiled"], kernels_by_op=rec.get("kernels_by_op"),
                    error=rec.get("error"))
 
 
@@ -106,11 +114,27 @@ def cast_inputs(inputs, dtype: str, device: str) -> tuple | dict:
     return tuple(_cast(t, dtype, device) for t in inputs)
 
 
-def forward_fn(model, inputs: tuple | dict) -> Callable[[], object]:
-    """One forward pass on positional or keyword inputs."""
-    if isinstance(inputs, dict):
-        return lambda: model(**inputs)
-    return lambda: model(*inputs)
+def forward_fn(model, inputs: tuple | dict, autocast: bool = False) -> Callable[[], object]:
+    """One forward pass on positional or keyword inputs (``autocast``: under torch.autocast on CUDA, fp16)."""
+    call = (lambda: model(**inputs)) if isinstance(inputs, dict) else (lambda: model(*inputs))
+    if not autocast:
+        return call
+
+    def under_autocast():
+        with torch.autocast("cuda", dtype=AUTOCAST_DTYPE):
+            return call()
+    return under_autocast
+
+
+def compiled_fn(model, inputs: tuple | dict, autocast: bool = False) -> Callable[[], object]:
+    """The forward of ``torch.compile(model, dynamic=False)`` (inductor, default mode: no max-autotune, no
+    CUDA graphs of its own); called once here, which compiles it."""
+    import torch._dynamo
+
+    torch._dynamo.reset()  # no guards or code from an earlier batch: each batch compiles static shapes
+    forward = forward_fn(torch.compile(model, dynamic=False), inputs, autocast)
+    forward()
+    return forward
 
 
 def _sync(device: str) -> None:
@@ -126,7 +150,7 @@ def time_fn(fn: Callable[[], object], repeats: int, warmup: int, device: str = "
 
 
 def measure_one(model_file, batch: int, dtype: str, *, repeats: int = 30, warmup: int = 10,
-                profile: bool = False, device: str = "cuda", modes: tuple[str, ...] = MEASURED_MODES,
+                profile: bool = False, device: str = "cuda", modes: tuple[str, ...] = DEFAULT_MODES,
                 model_name: str | None = None) -> Measurement:
     """Build the model of a loaded model file (``counting.load_model_file``) and time it at one batch.
 
@@ -135,24 +159,40 @@ def measure_one(model_file, batch: int, dtype: str, *, repeats: int = 30, warmup
     """
     torch.manual_seed(0)
     model = model_file.build(meta=False).to(device, dtype=DTYPES[dtype]).eval()
-    forward = forward_fn(model, cast_inputs(model_file.inputs(batch, meta=False), dtype, device))
+    inputs = cast_inputs(model_file.inputs(batch, meta=False), dtype, device)
+    forward = forward_fn(model, inputs, autocast=dtype == "amp")
     found: dict = {}
     try:
-        with torch.inference_mode():
-            if "eager" in modes:
-                t = time_fn(forward, repeats, warmup, device)
-                found.update(eager_s=t.median_s, eager_spread_s=(t.min_s, t.max_s))
-            if "graph" in modes and device == "cuda":
-                graph = capture_graph(forward)
+        if "eager" in modes or "graph" in modes or profile:
+            with torch.inference_mode():
+                found.update(_timed(forward, modes, repeats, warmup, device))
+                if profile:
+                    found["kernels_by_op"] = profile_ops(forward, device)
+        if "compiled" in modes and device == "cuda":
+            with torch.no_grad():  # inductor compiles under no_grad (inference_mode tensors are fine too)
+                graph = capture_graph(compiled_fn(model, inputs, autocast=dtype == "amp"))
                 t = time_fn(graph.replay, repeats, warmup, device)
-                found.update(graph_s=t.median_s, graph_spread_s=(t.min_s, t.max_s))
+                found.update(compiled_s=t.median_s, compiled_spread_s=(t.min_s, t.max_s))
                 del graph
-            if profile:
-                found["kernels_by_op"] = profile_ops(forward, device)
     finally:
         if device == "cuda":
             torch.cuda.empty_cache()
     return Measurement(model=model_name or model_file.label, batch=batch, dtype=dtype, device=device, **found)
+
+
+def _timed(forward: Callable[[], object], modes: tuple[str, ...], repeats: int, warmup: int,
+           device: str) -> dict:
+    """Eager and CUDA-graph timings of one forward, as ``Measurement`` fields."""
+    found: dict = {}
+    if "eager" in modes:
+        t = time_fn(forward, repeats, warmup, device)
+        found.update(eager_s=t.median_s, eager_spread_s=(t.min_s, t.max_s))
+    if "graph" in modes and device == "cuda":
+        graph = capture_graph(forward)
+        t = time_fn(graph.replay, repeats, warmup, device)
+        found.update(graph_s=t.median_s, graph_spread_s=(t.min_s, t.max_s))
+        del graph
+    return found
 
 
 def _device_us(evt, self_only: bool = False) -> float:
@@ -201,7 +241,7 @@ def profile_ops(forward: Callable[[], object], device: str = "cuda") -> dict[str
 
 
 def measure_batches(model_file, batches: list[int], dtype: str, *, repeats: int = 30, warmup: int = 10,
-                    profile: bool = False, device: str = "cuda", modes: tuple[str, ...] = MEASURED_MODES,
+                    profile: bool = False, device: str = "cuda", modes: tuple[str, ...] = DEFAULT_MODES,
                     model_name: str | None = None, keep_going: bool = False,
                     progress: Callable[[Measurement], None] | None = None) -> list[Measurement]:
     """Measure every batch. Out of memory at one batch is recorded and the others go on; any other failure

@@ -17,7 +17,7 @@ from ..errors import InputError, UnknownHardwareError, UnsupportedPrecisionError
 from ..formatting import format_seconds
 from .compare import KindRow, LatencyRow, compare_by_kind, compare_latency
 
-MEASURABLE_DTYPES = ("fp32", "fp16", "bf16")
+MEASURABLE_DTYPES = ("fp32", "fp16", "bf16", "amp")   # amp: autocast to fp16 (the fp16 peak)
 CPU_NOTE = ("CPU measurement beside a {hw} prediction: this tests the plumbing (loading, timing, profiling, "
             "alignment), it says nothing about the predictor's accuracy")
 
@@ -61,8 +61,8 @@ class ValidationReport(BaseModel):
 
 def check_request(device: str, mode: str, hardware_name: str | None) -> None:
     """InputError (one line) for a combination that cannot run."""
-    if device == "cpu" and mode == "graph":
-        raise InputError("graph mode replays CUDA graphs, which the CPU does not have; use --mode eager or both")
+    if device == "cpu" and mode in ("graph", "compiled"):
+        raise InputError(f"{mode} mode replays CUDA graphs, which the CPU does not have; use --mode eager or both")
     if device == "cpu" and not hardware_name:
         raise InputError("--device cpu needs --hardware ID: the catalog device whose prediction to put beside "
                          "the CPU measurement (a plumbing test, not accuracy)")
@@ -98,7 +98,8 @@ def run_validation(model, batches: list[int], dtype: str, catalog, *, mode: str 
                    ) -> ValidationReport:
     """Measure ``model`` (a model file or library spec, or a ``counting.load_model`` result) at each batch on
     ``device``, predict each for the catalog device (datasheet defaults
-    and calibrated), line them up; see ``ValidationReport``. ``mode``: graph, eager or both."""
+    and calibrated), line them up; see ``ValidationReport``. ``mode``: graph, eager, both or compiled
+    (torch.compile + CUDA graph, predicted from inductor's kernels)."""
     from ..api import ModelCosts, calibration_for
     from ..counting import load_model
     from ..roofline import device_perf
@@ -108,8 +109,9 @@ def run_validation(model, batches: list[int], dtype: str, catalog, *, mode: str 
     check_request(device, mode, hardware_name)
     M.check_device(device)
     hw = local_hardware(device, catalog, hardware_name)
-    if dtype not in hw.dense_tops:
-        raise UnsupportedPrecisionError(f"{hw.id} has no {dtype} peak; it has {', '.join(hw.dense_tops)}")
+    peak = "fp16" if dtype == "amp" else dtype
+    if peak not in hw.dense_tops:
+        raise UnsupportedPrecisionError(f"{hw.id} has no {peak} peak; it has {', '.join(hw.dense_tops)}")
     cal, source = calibration_for(hw, calibration_path)
     perf = (device_perf(hw), device_perf(hw, cal, source) if cal else None)  # (defaults, calibrated)
     model_file = load_model(model)  # the one import of the user's file: measured and counted
@@ -149,8 +151,9 @@ def _compare(measured, costs, hw, dtype: str, modes: tuple[str, ...], perf: tupl
             continue
         w = costs.at(m.batch, dtype)
         family = family or model_family(w)
-        preds = {md: (predict(w, hw, mode=md, perf=perf_default),
-                      predict(w, hw, mode=md, perf=perf_cal) if perf_cal else None) for md in modes}
+        at = {md: costs.at(m.batch, dtype, mode=md) for md in modes}   # compiled: inductor's kernels
+        preds = {md: (predict(at[md], hw, mode=md, perf=perf_default),
+                      predict(at[md], hw, mode=md, perf=perf_cal) if perf_cal else None) for md in modes}
         rows += compare_latency(m, preds)
         if per_op and m.kernels_by_op is not None:
             graph = predict(w, hw, mode="graph", perf=perf_cal or perf_default)
