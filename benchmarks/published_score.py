@@ -187,14 +187,15 @@ class Predictor:
         hw, cal, _ = self.card(rec["card"])
         phase = rec.get("phase", "decode")
         context = rec["prompt"] if phase == "prefill" else rec["context"]
-        precision, predictor = precision_for(hw, weight=rec["precision"]), None
+        precision, predictor, layout = precision_for(hw, weight=rec["precision"]), None, "torch"
         if self.engines and rec["run"] in ("engine", "compiled"):
             from tops_advisor.llm.engines import engine_precision, engine_predictor, get_engine
             name, fmt = engine_of(rec)
             profile = get_engine(name)
-            precision, predictor = engine_precision(profile, precision, fmt), engine_predictor(profile, hw, cal)
+            precision, layout = engine_precision(profile, precision, fmt), profile.layout
+            predictor = engine_predictor(profile, hw, cal, weight_dtype=rec["precision"])
         a = analyze_llm(preset_config(rec["workload"][4:]), hw, batch=rec["batch"], phase=phase, context=context,
-                        precision=precision, tp=rec.get("tp", 1), mode="graph", calibration=cal,
+                        precision=precision, tp=rec.get("tp", 1), mode="graph", layout=layout, calibration=cal,
                         predictor=predictor, find_crossover=False, suggest=False)
         return a.requested.latency_s
 

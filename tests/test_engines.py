@@ -53,3 +53,18 @@ def test_quantized_prefill_dequantizes_above_the_row_limit():
     decode = Workload("w", 1, "fp16", (linear(1),))      # 1 row: quantized kernels read the blocks directly
     assert engine_workload(llama, decode).ops == decode.ops
     assert engine_workload(get_engine("gpt-fast"), prefill).ops == prefill.ops  # no dequantize rule
+
+
+def test_quantized_kernels_stream_their_weights_at_their_share_of_the_16_bit_rate():
+    from tops_advisor.llm.engines import engine_workload
+    from tops_advisor.workload import GemmShape, OpRecord, Workload
+
+    # 1000 x 1000 int8 weights (1 MB) read by a one-row product; a bf16 one (2 MB) next to it
+    int8 = OpRecord("aten.mm", "matmul", "q", 2e6, 2e3 + 1e6, 2e3, 1e6, "bf16", 1, GemmShape(1, 1000, 1000))
+    bf16 = OpRecord("aten.mm", "matmul", "h", 2e6, 2e3 + 2e6, 2e3, 2e6, "bf16", 1, GemmShape(1, 1000, 1000))
+    w = Workload("w", 1, "bf16", (int8, bf16))
+    gpt_fast = get_engine("gpt-fast")
+    share = gpt_fast.quantized_bandwidth["int8"]
+    q, h = engine_workload(gpt_fast, w, "int8").ops
+    assert q.bytes_read == pytest.approx(2e3 + 1e6 / share) and h == bf16
+    assert engine_workload(gpt_fast, w, "bf16").ops == w.ops      # no share for 16-bit weights

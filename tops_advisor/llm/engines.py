@@ -12,7 +12,10 @@ An engine profile changes only what its source code or documentation defines, an
   engine that multiplies a single query row against the KV cache as a matrix-vector product pads nothing;
 - ``dequantize_above_rows``: above this many rows (tokens) a quantized matrix product first dequantizes its
   weights to FP16 in a kernel of its own (read the format's bytes, write 2 per weight), then runs an FP16 GEMM
-  that reads them (None: quantized kernels throughout).
+  that reads them (None: quantized kernels throughout);
+- ``quantized_bandwidth``: per weight dtype, the share of the 16-bit weight-streaming rate that the engine's
+  weight-only quantized kernels reach (their packed weights take 1 / share as long to stream);
+- ``layout``: the LLM builder's kernel layout the engine runs (``torch`` unfused, ``fused``).
 
 Nothing here is fitted to measurements: docs/published.md scores the profiles against published runs.
 """
@@ -33,6 +36,8 @@ class EngineProfile:
     fp16_accumulate: bool = False
     decode_attention_rows: float | None = None
     dequantize_above_rows: int | None = None
+    quantized_bandwidth: dict[str, float] = field(default_factory=dict)
+    layout: str = "torch"
     sources: tuple[str, ...] = ()
 
 
@@ -59,11 +64,19 @@ ENGINES: dict[str, EngineProfile] = {
                  "commit a818f3028 (PR #8075, 2024-06-24) made MMQ the default")),
     "gpt-fast": EngineProfile(
         name="gpt-fast",
-        assumes="pytorch-labs/gpt-fast: torch.compile with CUDA graphs; int8 weight-only per-channel; int4 "
-                "weight-only with a bf16 scale and a bf16 zero point per group of 32 weights",
+        assumes="pytorch-labs/gpt-fast: torch.compile with CUDA graphs, so fused elementwise kernels around a "
+                "fused wqkv projection (the builder's 'fused' layout); int8 weight-only per-channel (inductor's "
+                "mixed mm) at 0.80 of the bf16 weight-streaming rate; int4 weight-only (tinygemm "
+                "_weight_int4pack_mm) with a bf16 scale and zero per 32 weights, at 0.53 of it",
         weight_bits={"int8": 8.0, "int4": 4.0 + 32.0 / 32.0, "bf16": 16.0},
+        quantized_bandwidth={"int8": 0.80, "int4": 0.53}, layout="fused",
         sources=("gpt-fast quantize.py: WeightOnlyInt4QuantHandler keeps scales_and_zeros (2 x bf16) per group; "
-                 "the README's int4 numbers use --groupsize 32: 4 + 2 x 16 / 32 = 5.0 bits",)),
+                 "the README's int4 numbers use --groupsize 32: 4 + 2 x 16 / 32 = 5.0 bits",
+                 "gpt-fast model.py: Attention.wqkv, one linear for q, k and v",
+                 "pytorch/ao torchao/quantization/README.md (commit 03d01ad), A100, batch 1, 'Memory Bandwidth "
+                 "(GB/s)': Llama-2-7B base 1418.93, int8wo 1131.18 (0.797), int4wo-64 751.42 (0.530); "
+                 "Llama-3-8B 1435.54, 1150.80 (0.802), 763.33 (0.532). Fitted here (the same kernels as "
+                 "gpt-fast's), checked on gpt-fast's own README (docs/published.md)")),
 }
 
 
@@ -112,33 +125,44 @@ def engine_perf(profile: EngineProfile, perf):
     return replace(perf, matrix_ops_per_s=matrix, defaults=defaults)
 
 
-def engine_workload(profile: EngineProfile, workload):
+def _quantized_weights(op) -> float:
+    """Weights of a matrix product whose parameters are packed below 2 bytes each (0 for any other op)."""
+    g = op.gemm
+    weights = float(g.k * g.n * g.batch) if g is not None and op.kind == "matmul" else 0.0
+    return weights if weights and 0 < op.param_bytes < 2.0 * weights * 0.995 else 0.0
+
+
+def engine_workload(profile: EngineProfile, workload, weight_dtype: str = ""):
     """``workload`` as the engine runs it: quantized matrix products over more than ``dequantize_above_rows``
-    rows get a dequantize kernel before them (reads the packed weights, writes FP16) and read FP16 weights."""
-    limit = profile.dequantize_above_rows
-    if limit is None:
-        return workload
+    rows get a dequantize kernel before them (reads the packed weights, writes FP16) and read FP16 weights;
+    the others stream their packed weights at ``quantized_bandwidth[weight_dtype]`` of the 16-bit rate
+    (counted as 1 / share as many bytes)."""
+    limit, share = profile.dequantize_above_rows, profile.quantized_bandwidth.get(weight_dtype)
     ops = []
     for op in workload.ops:
-        g = op.gemm
-        weights = float(g.k * g.n * g.batch) if g is not None and op.kind == "matmul" else 0.0
-        if weights and g.m > limit and 0 < op.param_bytes < 2.0 * weights * 0.995:
+        weights = _quantized_weights(op)
+        if weights and limit is not None and op.gemm.m > limit:
             ops.append(replace(op, name="engine.dequantize_fp16", kind="elementwise", flops=0.0,
                                bytes_read=op.param_bytes, bytes_written=2.0 * weights, param_bytes=0.0,
                                dtype="fp16", kernels=1, gemm=None, internal=False, family=""))
             op = replace(op, bytes_read=op.bytes_read - op.param_bytes + 2.0 * weights, param_bytes=2.0 * weights)
+        elif weights and share:
+            op = replace(op, bytes_read=op.bytes_read + op.param_bytes * (1.0 / share - 1.0))
         ops.append(op)
     return replace(workload, ops=tuple(ops))
 
 
-def engine_predictor(profile: EngineProfile, hardware, calibration=None, calibration_source: str = ""):
-    """The roofline predictor (as ``analysis.roofline_predictor``) with the engine's device view and kernels."""
+def engine_predictor(profile: EngineProfile, hardware, calibration=None, calibration_source: str = "",
+                     weight_dtype: str = ""):
+    """The roofline predictor (as ``analysis.roofline_predictor``) with the engine's device view and kernels;
+    ``weight_dtype`` picks the quantized kernels' bandwidth share. Pass ``layout=profile.layout`` to
+    ``analyze_llm`` as well."""
     from ..roofline import device_perf, predict
 
     perf = engine_perf(profile, device_perf(hardware, calibration, calibration_source))
 
     def _predict(workload, hw, cal, mode):
-        return predict(engine_workload(profile, workload), hw, cal, mode,
+        return predict(engine_workload(profile, workload, weight_dtype), hw, cal, mode,
                        perf=perf if hw is hardware else engine_perf(profile, device_perf(hw, cal)))
 
     return _predict
