@@ -370,11 +370,16 @@ def _fused_sdpa_possible(args: tuple, kwargs: dict) -> bool:
 
 # --- count_module, step by step ---------------------------------------------------------------------------
 def _cast_input(a, compute: torch.dtype, on_meta: bool):
+    """An input at the counting dtype, on the meta device with a meta model; a meta input of a real model
+    becomes an uninitialised CPU tensor (fake tensors are made from it; torch 2.14's fake mode refuses a meta
+    input beside CPU weights)."""
     if isinstance(a, torch.Tensor):
         if a.is_floating_point():
             a = a.to(compute)
         if on_meta and not a.is_meta:
             a = a.to("meta")
+        elif not on_meta and a.is_meta:
+            a = torch.empty(a.shape, dtype=a.dtype)
     return a
 
 
