@@ -32,7 +32,8 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 @click.option("--max-power", help="Maximum board power, e.g. 60W.")
 @click.option("--max-price", type=float, help="Maximum list price in USD.")
 @click.option("--hardware", "-H", "hardware_names", multiple=True, help="Limit to these devices; repeatable.")
-@click.option("--mode", type=click.Choice(["graph", "eager"]), default="graph", show_default=True)
+@click.option("--mode", type=click.Choice(["graph", "eager", "compiled"]), default="graph", show_default=True,
+              help="graph: CUDA-graph replay; eager: eager PyTorch; compiled: torch.compile + CUDA graph.")
 @click.option("--rank-by", type=click.Choice(["efficiency", "latency", "throughput", "price"]),
               default="efficiency", show_default=True, help="efficiency = samples/s per watt of TDP.")
 @click.option("--top", type=click.IntRange(min=1), help="Show only the best N (N >= 1).")
@@ -69,7 +70,7 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
         return _recommend_llm(llm_config, c, tokens_per_s, ttft, batch or 1, prompt, generate, max_devices,
                               catalog, no_calibration, as_json)
     with progress(f"counting {model} (batches 1 and 2)", enabled=not as_json):
-        costs = ModelCosts(load_model_arg(model, task, seq, input_shape), strict=strict)
+        costs = ModelCosts(load_model_arg(model, task, seq, input_shape), strict=strict, mode=mode)
     with progress(f"predicting {costs.model_path} on {len(limit) or len(catalog)} devices", enabled=not as_json):
         res = run_recommend(costs.at, list(catalog), c,
                             calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
