@@ -68,3 +68,18 @@ def test_quantized_kernels_stream_their_weights_at_their_share_of_the_16_bit_rat
     q, h = engine_workload(gpt_fast, w, "int8").ops
     assert q.bytes_read == pytest.approx(2e3 + 1e6 / share) and h == bf16
     assert engine_workload(gpt_fast, w, "bf16").ops == w.ops      # no share for 16-bit weights
+
+
+def test_kernels_option_names_a_layout_or_an_engine():
+    from tops_advisor.llm.engines import parse_kernels
+
+    assert parse_kernels("fused") == ("fused", None, None)
+    layout, profile, fmt = parse_kernels("llama.cpp:Q4_K_M")
+    assert (layout, profile.name, fmt) == ("torch", "llama.cpp", "Q4_K_M")
+    assert parse_kernels("gpt-fast")[0] == "fused"
+    # no format named: the engine's own format for the weight dtype (llama.cpp int4 -> Q4_0, 4.5 bits)
+    assert engine_precision(get_engine("llama.cpp"), Precision("int4")).weight_bytes_per_param == 4.5 / 8
+    with pytest.raises(InputError, match="unknown --kernels"):
+        parse_kernels("tensorrt-llm")
+    with pytest.raises(InputError, match="no weight format"):
+        parse_kernels("llama.cpp:Q3_K_S")

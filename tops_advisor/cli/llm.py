@@ -29,8 +29,9 @@ from .common import catalog_option, echo_json, get_catalog, json_option
 @click.option("--mode", type=click.Choice(["graph", "eager"]), default="graph", show_default=True,
               help="graph: CUDA graph replay (no host launch cost); eager: plain PyTorch.")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor parallel over N devices of this kind.")
-@click.option("--kernels", "layout", type=click.Choice(["torch", "fused"]), default="torch", show_default=True,
-              help="Kernel layout: plain PyTorch (HF-style, unfused) or a serving engine's fused kernels.")
+@click.option("--kernels", default="torch", show_default=True,
+              help="Kernel layout: torch (plain PyTorch, HF-style, unfused), fused (a serving engine's fused "
+                   "kernels), or an engine profile: llama.cpp[:Q4_0|Q4_K_M|Q8_0|F16], gpt-fast (docs/roofline.md).")
 @click.option("--calibration", "calibration_path", type=click.Path(path_type=Path),
               help="Calibration file from `tops-advisor probe` (default: saved or shipped one for the device).")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even if a calibration exists.")
@@ -38,23 +39,29 @@ from .common import catalog_option, echo_json, get_catalog, json_option
 @catalog_option
 @json_option
 def llm(config, hardware_name, phase, batch, context, prompt, generate, weight_dtype, act_dtype, kv_dtype, mode,
-        tp, layout, calibration_path, no_calibration, strict, catalog_dirs, as_json):
+        tp, kernels, calibration_path, no_calibration, strict, catalog_dirs, as_json):
     """Predict an LLM's prefill and decode on one device kind: CONFIG is a config.json or a preset
     (llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, mistral-7b, mixtral-8x7b, gpt3-175b)."""
     from ..accuracy import llm_expected_error
     from ..api import calibration_for
     from ..llm import analyze_llm, load_config
     from ..llm.analysis import precision_for, roofline_predictor
+    from ..llm.engines import engine_precision, engine_predictor, parse_kernels
     from ..render.progress import progress
 
     cfg = load_config(config, strict=strict)
     hw = get_catalog(catalog_dirs).get(hardware_name)
     precision = precision_for(hw, weight_dtype, act_dtype, kv_dtype)
     cal, source = calibration_for(hw, calibration_path, use=not no_calibration)
+    layout, engine, weight_format = parse_kernels(kernels)
+    predictor = roofline_predictor(hw, cal, source)
+    if engine is not None:  # an engine profile: its weight format, accumulate rate and kernels
+        precision = engine_precision(engine, precision, weight_format)
+        predictor = engine_predictor(engine, hw, cal, source, weight_dtype=precision.weight)
     with progress(f"predicting {getattr(cfg, 'name', config)} on {hw.id}", enabled=not as_json):
         result = analyze_llm(cfg, hw, batch=batch, phase=phase, context=context, prompt=prompt, generate=generate,
                              precision=precision, tp=tp, mode=mode, layout=layout, calibration=cal,
-                             predictor=roofline_predictor(hw, cal, source))
+                             predictor=predictor)
     band = llm_expected_error(hw, cal is not None)
     if as_json:
         d = result.model_dump()

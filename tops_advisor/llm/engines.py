@@ -38,6 +38,7 @@ class EngineProfile:
     dequantize_above_rows: int | None = None
     quantized_bandwidth: dict[str, float] = field(default_factory=dict)
     layout: str = "torch"
+    default_format: dict[str, str] = field(default_factory=dict)  # weight dtype -> format when none is named
     sources: tuple[str, ...] = ()
 
 
@@ -52,6 +53,7 @@ ENGINES: dict[str, EngineProfile] = {
                 "(no query-row padding); no CUDA graphs (launch cost not modelled)",
         weight_bits={"Q4_0": 4.5, "Q4_K_M": 4.9, "Q8_0": 8.5, "F16": 16.0},
         fp16_accumulate=True, decode_attention_rows=1.0, dequantize_above_rows=32,
+        default_format={"int4": "Q4_0", "int8": "Q8_0", "fp16": "F16", "bf16": "F16"},
         sources=("ggml/src/ggml-common.h: block_q4_0 = one fp16 scale + 16 bytes of nibbles per 32 weights "
                  "(18 B / 32 = 4.5 bits); block_q8_0 = fp16 scale + 32 int8 (34 B / 32 = 8.5 bits)",
                  "tools/quantize/quantize.cpp QUANT_OPTIONS: 'Q4_K_M 4.58G @ Llama-3-8B' (4.58 GiB x 8 / "
@@ -100,10 +102,28 @@ def get_engine(name: str) -> EngineProfile:
                      hint="--kernels pytorch, llama.cpp or gpt-fast")
 
 
+KERNEL_LAYOUTS = ("torch", "fused")
+
+
+def parse_kernels(text: str) -> tuple[str, EngineProfile | None, str | None]:
+    """``--kernels``: a builder layout ('torch', 'fused') or an engine profile with an optional weight format
+    ('llama.cpp', 'llama.cpp:Q4_K_M', 'gpt-fast') -> (layout, profile or None, format or None)."""
+    name, _, fmt = text.strip().partition(":")
+    if name.lower() in KERNEL_LAYOUTS and not fmt:
+        return name.lower(), None, None
+    if name.lower() not in ENGINES or name.lower() == "pytorch":
+        raise InputError(f"unknown --kernels {text!r}; expected torch, fused, llama.cpp[:FORMAT] or gpt-fast",
+                         hint="llama.cpp formats: " + ", ".join(ENGINES["llama.cpp"].weight_bits))
+    profile = get_engine(name)
+    if fmt and fmt not in profile.weight_bits:
+        raise InputError(f"{profile.name} has no weight format {fmt!r}; known: {', '.join(profile.weight_bits)}")
+    return profile.layout, profile, fmt or None
+
+
 def engine_precision(profile: EngineProfile, base: Precision, weight_format: str | None = None) -> Precision:
     """``base`` with the engine's bits per weight for ``weight_format`` (a GGUF name, or the weight dtype) and
     FP16 activations where the engine computes half GEMMs in FP16."""
-    fmt = weight_format or base.weight
+    fmt = weight_format or profile.default_format.get(base.weight, base.weight)
     bits = profile.weight_bits.get(fmt)
     if weight_format and bits is None:
         raise InputError(f"{profile.name} has no weight format {weight_format!r}; "
