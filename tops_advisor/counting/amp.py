@@ -56,6 +56,9 @@ FP32_OUTPUT = frozenset(f"aten.{n}" for n in (
     "prod", "_softmax", "softmax", "_log_softmax", "log_softmax", "cumprod", "cumsum", "linalg_vector_norm",
     "linalg_matrix_norm", "sum", "norm",
 ))
+_CONV_FUNCTIONS = frozenset({torch.nn.functional.conv1d, torch.nn.functional.conv2d, torch.nn.functional.conv3d,
+                             torch.nn.functional.conv_transpose1d, torch.nn.functional.conv_transpose2d,
+                             torch.nn.functional.conv_transpose3d, torch.conv1d, torch.conv2d, torch.conv3d})
 _IN_KERNEL_UPCAST = frozenset({"aten._softmax", "aten._log_softmax"})
 _CAST = "aten._to_copy"
 
@@ -68,6 +71,14 @@ class Autocast:
         self.record = record
         self.lower = lower
         self._weights: dict[tuple, torch.Tensor] = {}   # autocast's cast cache: (weight, dtype) -> its copy
+
+    def cast_function(self, func, args: tuple, kwargs: dict, weight_key) -> tuple[tuple, dict]:
+        """Casts for a convolution function (``F.conv2d`` ...): it checks its input against its bias before
+        it reaches the dispatcher, where autocast has already cast both. The casts dispatch (and are counted)
+        as ``aten._to_copy``; a weight's copy is cached as for the ATen operators."""
+        if func not in _CONV_FUNCTIONS:
+            return args, kwargs
+        return self._cast_all(args, kwargs, self.lower, weight_key, record=False)
 
     def target(self, name: str) -> torch.dtype | None:
         if name in LOWER_PRECISION:
@@ -82,8 +93,10 @@ class Autocast:
         dtype = self.target(name)
         if dtype is None:
             return args, kwargs
-        quiet = name in _IN_KERNEL_UPCAST
+        return self._cast_all(args, kwargs, dtype, weight_key, record=name not in _IN_KERNEL_UPCAST)
 
+    def _cast_all(self, args: tuple, kwargs: dict, dtype: torch.dtype, weight_key, record: bool
+                  ) -> tuple[tuple, dict]:
         def one(t: torch.Tensor) -> torch.Tensor:
             if not t.is_floating_point() or t.dtype == dtype or t.dtype == torch.float64:
                 return t
@@ -91,7 +104,7 @@ class Autocast:
             if key is not None and (key, dtype) in self._weights:
                 return self._weights[(key, dtype)]
             out = t.to(dtype)
-            if not quiet:
+            if record:
                 self.record(_CAST, (t,), {"dtype": dtype}, out)
             if key is not None:
                 self._weights[(key, dtype)] = out

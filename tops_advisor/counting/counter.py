@@ -330,6 +330,8 @@ class _FusedCounter(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.state.autocast is not None and not self.state.suppress:  # before conv2d's own dtype checks
+            args, kwargs = self.state.autocast.cast_function(func, args, kwargs, self.state.weight_key)
         name = _FUSED.get(func) if not self.state.suppress else None
         if name is None:
             return func(*args, **kwargs)
