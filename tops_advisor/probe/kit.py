@@ -60,15 +60,22 @@ class Backend:
         raise NotImplementedError
 
     def time(self, fn: Callable[[], object], *, warmup: int = 2, repeats: int = 10, flush: bool = True,
-             budget_s: float | None = None, sync_each: bool = False) -> Timing:
-        """Warm up (``warmup`` untimed calls), then time ``repeats`` single calls (fewer if ``budget_s``
-        would be exceeded: at least 3; the budget needs one warm-up call to estimate a call's cost)."""
+             budget_s: float | None = None, sync_each: bool = False, warmup_s: float = 0.0) -> Timing:
+        """Warm up (``warmup`` untimed calls, and more until ``warmup_s`` seconds have passed: an idle GPU
+        and host clock down, and a few millisecond-long calls do not bring them back up), then time
+        ``repeats`` single calls (fewer if ``budget_s`` would be exceeded: at least 3; the budget needs one
+        warm-up call to estimate a call's cost)."""
         if budget_s is not None:
             warmup = max(1, warmup)
         t0 = time.perf_counter()
-        for _ in range(warmup):
+        calls = 0
+        while calls < warmup or time.perf_counter() - t0 < warmup_s:
             fn()
+            calls += 1
+            if calls >= warmup:
+                self.synchronize()
         self.synchronize()
+        warmup = max(calls, 1)
         if budget_s is not None:
             per_call = (time.perf_counter() - t0) / warmup
             repeats = int(max(3, min(repeats, budget_s / max(per_call, 1e-9))))

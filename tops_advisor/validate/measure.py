@@ -142,11 +142,19 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+# Warm-up time before timing a model: the H200 of the device machine idles at 345 MHz (nvidia-smi before a
+# run) and its host's eager launch time fell from 9.6 to 6.5 us within one session (benchmarks/launch_time.py,
+# benchmarks/results/blind15/): ten warm-up calls of a 1 ms forward left batch 1 slower than batch 8 on 6 of
+# 9 models in blind round 15, graph and eager. Half a second of calls brings both clocks up.
+WARMUP_S = 0.5
+
+
 def time_fn(fn: Callable[[], object], repeats: int, warmup: int, device: str = "cuda") -> Timing:
     """Seconds per call of ``fn``: ``repeats`` timed calls after ``warmup`` untimed ones, each from an idle
     device (the kit's timer with ``sync_each``: no L2 flush, a synchronisation after every call)."""
     backend = CudaBackend() if device == "cuda" else CpuBackend()
-    return backend.time(fn, warmup=warmup, repeats=repeats, flush=False, sync_each=True)
+    return backend.time(fn, warmup=warmup, repeats=repeats, flush=False, sync_each=True,
+                        warmup_s=WARMUP_S if warmup else 0.0)
 
 
 def measure_one(model_file, batch: int, dtype: str, *, repeats: int = 30, warmup: int = 10,
