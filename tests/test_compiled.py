@@ -162,3 +162,16 @@ def test_validate_refuses_compiled_on_the_cpu():
 
     with pytest.raises(InputError, match="compiled mode replays CUDA graphs"):
         check_request("cpu", "compiled", "h200")
+
+
+def test_pad_mm_pads_an_unaligned_compute_bound_gemm_only():
+    # intensity m*n*k / (m*k + k*n + m*n) = 2048*1001*512 / (2048*512 + 512*1001 + 2048*1001) = 290 > 103: padded
+    w = _compiled(nn.Linear(512, 1001), torch.randn(2048, 512))
+    pad, mm = w.ops[0], w.ops[1]
+    assert pad.name == "triton.pad_mm" and pad.bytes_read == 512 * 1001 * 2 and pad.bytes_written == 512 * 1008 * 2
+    assert (mm.gemm.m, mm.gemm.n, mm.gemm.k) == (2048, 1008, 512)
+    # 16 rows: intensity 16*1001*512 / (16*512 + 512*1001 + 16*1001) = 15 (memory-bound): left as it is
+    small = _compiled(nn.Linear(512, 1001), torch.randn(16, 512))
+    assert [op.name for op in small.ops] == ["aten.addmm"] and small.ops[0].gemm.n == 1001
+    # eager keeps the shape
+    assert count_module(nn.Linear(512, 1001), torch.randn(2048, 512), "fp16").ops[0].gemm.n == 1001

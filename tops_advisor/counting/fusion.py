@@ -42,6 +42,7 @@ import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from ..units import BYTES_PER_ELEMENT
 from ..workload import OpRecord
 
 EXTERN_KINDS = frozenset({"matmul", "conv", "attention"})
@@ -50,7 +51,10 @@ _REDUCTION_NAMES = ("adaptive_avg_pool", "aten.mean", "aten.sum", "aten.amax", "
 # torch/_inductor/graph.py::decide_layout_opt
 _NODES_PER_CONV = 300
 _CHANNELS_LAST_MULTIPLIER = {"grouped": 1.358, "small": 0.783, "in_out": 0.725, "default": 0.823}
-_GEMM_CHANNEL_ALIGNMENT = 8   # fp16 tensor-core GEMMs take K in multiples of 8 elements (16 bytes)
+_GEMM_CHANNEL_ALIGNMENT = 8
+_MM_ALIGNMENT = 8             # pad_mm.get_alignment_size_dtype: fp16/bf16
+_PAD_MM_MIN_INTENSITY = 103   # see _pad_mm
+_PADDED_MM = frozenset({"aten.mm", "aten.addmm", "aten.bmm"})   # fp16 tensor-core GEMMs take K in multiples of 8 elements (16 bytes)
 _WINDOW_NAMES = ("max_pool", "avg_pool", "upsample", "im2col", "col2im", "grid_sampler")
 
 
@@ -182,8 +186,9 @@ def _nodes(ops: Iterable) -> list[_Node]:
         if facts is not None and facts.copies_attention_output and reads and flow.writes:
             rename[flow.writes[0].id] = reads[0].id   # a view of SDPA's output on a GPU
             continue
-        node = _Node(_as_gemm(record) if channels_last else record, reads, flow.writes, flow.param_bytes,
-                     role(record))
+        record, pads = _pad_mm(_as_gemm(record) if channels_last else record)
+        nodes.extend(_Node(r, (), (), 0.0, "alone") for r in pads)
+        node = _Node(record, reads, flow.writes, flow.param_bytes, role(record))
         bias_bytes = facts.conv_bias_bytes if facts is not None and facts.conv_bias_bytes else 0.0
         if channels_last:
             nodes.extend(_layout_copies(node, flow, produced, bias_bytes))
@@ -242,6 +247,32 @@ def _as_gemm(record: OpRecord) -> OpRecord:
         # still a cuDNN convolution call: fp32 runs in TF32 (torch.backends.cudnn.allow_tf32 defaults to True)
         return replace(record, kind="matmul", dtype="tf32" if record.dtype == "fp32" else record.dtype)
     return record
+
+
+def _pad_mm(record: OpRecord) -> tuple[OpRecord, list[OpRecord]]:
+    """Inductor's ``pad_mm`` pass (torch/_inductor/fx_passes/pad_mm.py, ``shape_padding`` on by default): a
+    half-precision matrix product whose row length (n or k) is not a multiple of 8 and that is compute-bound
+    is run on zero-padded operands (a pad kernel per padded operand; the result is sliced, a view). The
+    pass pads m too, where its benchmark finds it faster; unaligned m costs cuBLAS little, so it is left. Compute-bound is
+    inductor's test, intensity m*n*k / (m*k + k*n + m*n) above half the card's flops per byte: 103 on the
+    H100/H200 (990 TFLOP/s fp16 over 4.8 TB/s, x 0.5) is used for every card."""
+    g = record.gemm
+    if record.kind != "matmul" or g is None or record.name not in _PADDED_MM or record.dtype not in ("fp16", "bf16"):
+        return record, []
+    m, n, k = (g.m, g.n, g.k)
+    pad = [m] + [-(-d // _MM_ALIGNMENT) * _MM_ALIGNMENT for d in (n, k)]  # rows (m) need no alignment
+    if pad == [m, n, k] or m * n * k <= _PAD_MM_MIN_INTENSITY * (m * k + k * n + m * n):
+        return record, []
+    item = BYTES_PER_ELEMENT[record.dtype]
+    copies = []
+    if pad[2] != k:
+        copies.append((g.batch * m * k, g.batch * pad[0] * pad[2]))
+    if pad[1] != n or pad[2] != k:
+        copies.append((g.batch * k * n, g.batch * pad[2] * pad[1]))
+    padded = replace(record, gemm=replace(g, m=pad[0], n=pad[1], k=pad[2]))
+    return padded, [OpRecord(name="triton.pad_mm", kind="copy", module=record.module, flops=0.0,
+                             bytes_read=src * item, bytes_written=dst * item, dtype=record.dtype)
+                    for src, dst in copies]
 
 
 def _layout_copies(conv: _Node, flow: Flow, produced: set[int], bias_bytes: float) -> list[_Node]:
