@@ -175,3 +175,18 @@ def test_pad_mm_pads_an_unaligned_compute_bound_gemm_only():
     assert [op.name for op in small.ops] == ["aten.addmm"] and small.ops[0].gemm.n == 1001
     # eager keeps the shape
     assert count_module(nn.Linear(512, 1001), torch.randn(2048, 512), "fp16").ops[0].gemm.n == 1001
+
+
+class Attention(nn.Module):
+    def forward(self, q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+def test_unaligned_head_dim_pads_each_input_and_slices_the_output():
+    q = torch.randn(2, 4, 16, 36)   # head dim 36: padded to 40 in half precision
+    w = _compiled(Attention(), (q, q.clone(), q.clone()))
+    assert [op.name for op in w.ops] == ["triton.sdpa_pad"] * 3 + ["triton.sdpa_unpad",
+                                                                   "aten.scaled_dot_product_attention"]
+    assert w.ops[0].bytes_read == 2 * 4 * 16 * 36 * 2 and w.ops[0].bytes_written == 2 * 4 * 16 * 40 * 2
+    aligned = _compiled(Attention(), tuple(torch.randn(2, 4, 16, 40) for _ in range(3)))
+    assert [op.name for op in aligned.ops] == ["aten.scaled_dot_product_attention"]

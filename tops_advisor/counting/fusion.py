@@ -29,6 +29,9 @@ this pass reproduces:
    constants, without ``freezing``). A weight cast (autocast) does the copy in the same kernel.
 4. **Views stay views.** The copy of a fused attention output's heads/sequence transpose is a view
    (inductor keeps SDPA's strides), as in eager (``lowering.lower_pytorch_cuda``, rewrite 3).
+5. **Padding for library kernels.** Compute-bound half-precision GEMMs with unaligned rows are padded
+   (``pad_mm``); attention with an unaligned head dimension pads query, key and value and slices the output
+   (one generated kernel each).
 
 Not modelled: ``max-autotune`` (triton GEMM/convolution templates with fused epilogues, picked by
 benchmarking), ``freezing`` (batch norm folded into convolution weights, constant weights), dynamic shapes,
@@ -187,6 +190,7 @@ def _nodes(ops: Iterable) -> list[_Node]:
             rename[flow.writes[0].id] = reads[0].id   # a view of SDPA's output on a GPU
             continue
         record, pads = _pad_mm(_as_gemm(record) if channels_last else record)
+        pads += _sdpa_padding(record, facts)
         nodes.extend(_Node(r, (), (), 0.0, "alone") for r in pads)
         node = _Node(record, reads, flow.writes, flow.param_bytes, role(record))
         bias_bytes = facts.conv_bias_bytes if facts is not None and facts.conv_bias_bytes else 0.0
@@ -273,6 +277,26 @@ def _pad_mm(record: OpRecord) -> tuple[OpRecord, list[OpRecord]]:
     return padded, [OpRecord(name="triton.pad_mm", kind="copy", module=record.module, flops=0.0,
                              bytes_read=src * item, bytes_written=dst * item, dtype=record.dtype)
                     for src, dst in copies]
+
+
+def _sdpa_padding(attention: OpRecord, facts) -> list[OpRecord]:
+    """Fused attention pads a half-precision head dimension that is not a multiple of 8 (as in eager,
+    ``lowering.lower_pytorch_cuda`` rewrite 2); inductor generates one pointwise kernel per padded query,
+    key and value, and one that slices the padded output back (H200 trace, Conformer-S's head dim 36:
+    ``triton_poi_fused__scaled_dot_product_flash_attention_constant_pad_nd`` x3 and ``clone_slice`` per
+    layer)."""
+    inputs = facts.attention_inputs if facts is not None else ()
+    if not inputs or inputs[0].dtype not in ("fp16", "bf16") or inputs[0].last_dim % _MM_ALIGNMENT == 0:
+        return []
+    out = []
+    for t in inputs:
+        padded = t.numel // t.last_dim * (-(-t.last_dim // _MM_ALIGNMENT) * _MM_ALIGNMENT) * t.itemsize
+        out.append(OpRecord(name="triton.sdpa_pad", kind="copy", module=attention.module, flops=0.0,
+                            bytes_read=float(t.numel * t.itemsize), bytes_written=float(padded), dtype=t.dtype))
+    q = out[0]
+    out.append(OpRecord(name="triton.sdpa_unpad", kind="copy", module=attention.module, flops=0.0,
+                        bytes_read=q.bytes_written, bytes_written=q.bytes_read, dtype=q.dtype))
+    return out
 
 
 def _layout_copies(conv: _Node, flow: Flow, produced: set[int], bias_bytes: float) -> list[_Node]:
