@@ -47,8 +47,9 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
         out.append(msg)
     overhead = pred.time_by_bound_s.get("overhead", 0.0) - max(host_stall, 0.0)
     if overhead > OVERHEAD_SHARE * lat:
-        out.append(f"per-kernel cost is {overhead / lat:.0%} of the time ({pred.kernels} kernels): fuse "
-                   f"operators (torch.compile) or raise the batch; the cost is paid per batch, not per sample")
+        fuse = "raise" if pred.mode == "compiled" else "fuse operators (torch.compile) or raise"
+        out.append(f"per-kernel cost is {overhead / lat:.0%} of the time ({pred.kernels} kernels): {fuse} "
+                   f"the batch; the cost is paid per batch, not per sample")
     memory = pred.time_by_bound_s.get("memory", 0.0)
     if memory > BOUND_SHARE * lat and pred.utilisation < LOW_UTILISATION:
         weights = _weight_share(pred)
@@ -58,8 +59,9 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
             out.append(head + f"weights are {weights:.0%} of the traffic: raise the batch to reuse them, or "
                               "lower the precision to move fewer bytes")
         else:
+            fuse = "" if pred.mode == "compiled" else "fuse elementwise and norm operators (torch.compile), or "
             out.append(head + f"activations are {1 - weights:.0%} of the traffic, so a bigger batch will not "
-                              "help: fuse elementwise and norm operators (torch.compile), or lower the precision")
+                              f"help: {fuse}lower the precision")
     compute = pred.time_by_bound_s.get("compute", 0.0)
     faster = _faster_precisions(pred.precision, hw)
     if compute > BOUND_SHARE * lat and faster:
