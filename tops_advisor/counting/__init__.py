@@ -9,10 +9,10 @@ from .counter import COUNT_DTYPES, UnsupportedOpWarning, count, count_module
 from .handles import HANDLES, ZERO_COST, Cost, OpCall, TensorInfo, register
 from .host_reads import MASKS_ALL_ONES
 from .library_models import LibraryModel
-from .lowering import LOWERINGS, PYTORCH_CUDA, lower_pytorch_cuda
+from .lowering import INDUCTOR_CUDA, LOWERINGS, PYTORCH_CUDA, lower_pytorch_cuda, lowering_for
 from .model_file import ModelFile, load_model_file
 from .sources import ModelSource, load_model
 
-__all__ = ["COUNT_DTYPES", "HANDLES", "LOWERINGS", "MASKS_ALL_ONES", "PYTORCH_CUDA", "ZERO_COST", "Cost",
+__all__ = ["COUNT_DTYPES", "HANDLES", "INDUCTOR_CUDA", "LOWERINGS", "MASKS_ALL_ONES", "PYTORCH_CUDA", "ZERO_COST", "Cost",
            "LibraryModel", "ModelFile", "ModelSource", "OpCall", "TensorInfo", "UnsupportedOpWarning", "count",
-           "count_module", "load_model", "load_model_file", "lower_pytorch_cuda", "register"]
+           "count_module", "load_model", "load_model_file", "lower_pytorch_cuda", "lowering_for", "register"]
