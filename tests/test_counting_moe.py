@@ -222,8 +222,6 @@ def example_inputs(batch_size):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 18: analyze shows operators without a formula only as a raw "
-                   "UnsupportedOpWarning (file path and source line), not in its output (cli/analyze.py)")
 def test_analyze_reports_unsupported_operators_in_its_output(tmp_path):
     """A real process (pytest would capture the warning): the operator must be named in a line of the output
     meant for people, not only in Python's warning format."""

@@ -14,6 +14,7 @@ milliseconds).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from .calibration import Calibration, find_calibration, load_calibration
@@ -23,8 +24,8 @@ from .roofline import Prediction, device_perf, predict
 from .scaling import batch_affine, retype
 from .workload import Workload
 
-__all__ = ["Calibration", "Catalog", "Hardware", "ModelCosts", "Prediction", "Workload", "calibration_for",
-           "device_perf", "load_calibration", "load_catalog", "predict"]
+__all__ = ["Calibration", "Catalog", "Hardware", "ModelAnalysis", "ModelCosts", "Prediction", "Workload",
+           "analyze_model", "calibration_for", "device_perf", "load_calibration", "load_catalog", "predict"]
 
 _COUNT_DTYPES = ("fp32", "fp16", "bf16", "amp")   # amp: an fp32 model under autocast (counting/amp.py)
 
@@ -97,6 +98,55 @@ class ModelCosts:
         else:
             w = self._counted(batch, base, lowering)
         return retype(w, dtype) if dtype != base else w
+
+
+@dataclass(frozen=True)
+class ModelAnalysis:
+    """One model on one device: the workload counted, the prediction in the mode asked for and in the other
+    one (for advice), the advice, and the expected-error band quoted beside it."""
+
+    workload: Workload
+    prediction: Prediction
+    other: Prediction
+    advice: list
+    band: dict | None
+    perf: object  # roofline.DevicePerf: the rates the prediction used (the roofline chart draws them)
+
+    def model_dump(self) -> dict:
+        d = self.prediction.model_dump()
+        d.update(advice=self.advice, unsupported_ops=dict(self.workload.unsupported_ops),
+                 assumptions=list(self.workload.assumptions), notes=list(self.workload.notes),
+                 expected_error=self.band)
+        return d
+
+
+def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", mode: str = "graph",
+                  calibration: tuple[Calibration | None, str] = (None, ""), tf32_matmul: bool = False,
+                  strict: bool = False) -> ModelAnalysis:
+    """Count ``model`` (a path, a library spec or a ``counting.load_model`` result) at ``batch`` and predict
+    it on ``hw``. Precisions without eager kernels (fp8, int8, ...) are counted in fp16 and rescaled."""
+    import warnings
+
+    from .accuracy import expected_error, model_family
+    from .advice import advise
+    from .counting import UnsupportedOpWarning, count
+    from .errors import InputError, UnsupportedPrecisionError
+
+    if isinstance(batch, bool) or batch <= 0:
+        raise InputError(f"--batch must be a positive integer, got {batch}")
+    if dtype not in hw.dense_tops:
+        raise UnsupportedPrecisionError(f"{hw.id} has no {dtype} peak; it has {', '.join(hw.dense_tops)}")
+    base = dtype if dtype in _COUNT_DTYPES else "fp16"
+    with warnings.catch_warnings():  # unsupported operators are in the workload; the caller shows them
+        warnings.simplefilter("ignore", UnsupportedOpWarning)
+        workload = count(model, batch=batch, dtype=base, strict=strict)
+    workload = retype(workload, dtype) if base != dtype else workload
+    perf = device_perf(hw, *calibration)
+    pred = predict(workload, hw, mode=mode, tf32_matmul=tf32_matmul, perf=perf)
+    other = predict(workload, hw, mode="graph" if mode == "eager" else "eager", tf32_matmul=tf32_matmul,
+                    perf=perf)
+    band = expected_error(model_family(workload), mode, pred.calibrated, hardware=hw)
+    return ModelAnalysis(workload, pred, other, advise(pred, hw, other), band, perf)
 
 
 def calibration_for(hw: Hardware, explicit: str | Path | None = None, use: bool = True

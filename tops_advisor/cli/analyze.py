@@ -18,8 +18,6 @@ from .common import (
     model_options,
 )
 
-COUNTED = ("fp32", "fp16", "bf16")
-
 
 @click.command()
 @click.argument("model")
@@ -43,56 +41,34 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
     """Predict latency, attainable TOPS and the binding limit of MODEL on one device.
 
     MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
-    from ..advice import advise
-    from ..api import calibration_for
-    from ..counting import count
-    from ..errors import InputError
-    from ..roofline import device_perf, predict
-    from ..scaling import retype
+    from ..api import analyze_model, calibration_for
+    from ..render.counting import unsupported_warning
 
-    if batch <= 0:
-        raise InputError(f"--batch must be a positive integer, got {batch}")
-    dtype = parse_precision(dtype)
     hw = get_catalog(catalog_dirs).get(hardware_name)
-    if dtype not in hw.dense_tops:
-        from ..errors import UnsupportedPrecisionError
-
-        raise UnsupportedPrecisionError(f"{hw.id} has no {dtype} peak; it has {', '.join(hw.dense_tops)}")
     if plot_path is not None:
         from ..render.plot import check_plot_path
 
         check_plot_path(plot_path)
-    cal, source = calibration_for(hw, calibration_path, use=not no_calibration)
-    base = dtype if dtype in COUNTED else "fp16"
-    workload = count(load_model_arg(model, task, seq, input_shape), batch=batch, dtype=base, strict=strict)
-    if base != dtype:
-        workload = retype(workload, dtype)
-    perf = device_perf(hw, cal, source)
-    pred = predict(workload, hw, mode=mode, tf32_matmul=tf32, perf=perf)
-    other = predict(workload, hw, mode="graph" if mode == "eager" else "eager", tf32_matmul=tf32, perf=perf)
-    advice = advise(pred, hw, other)
-    from ..accuracy import expected_error, model_family  # error band from docs/accuracy.md (validate)
-
-    band = expected_error(model_family(workload), mode, pred.calibrated, hardware=hw)
+    cal = calibration_for(hw, calibration_path, use=not no_calibration)
+    result = analyze_model(load_model_arg(model, task, seq, input_shape), hw, batch=batch,
+                           dtype=parse_precision(dtype), mode=mode, calibration=cal, tf32_matmul=tf32,
+                           strict=strict)
+    message = unsupported_warning(result.workload)
+    if message:
+        click.echo(message, err=True)
     if plot_path is not None:
         from ..render.plot import roofline_plot
 
-        roofline_plot(pred, perf, plot_path)
+        roofline_plot(result.prediction, result.perf, plot_path)
     if as_json:
-        d = pred.model_dump()
-        d["advice"] = advice
-        d["unsupported_ops"] = dict(workload.unsupported_ops)
-        d["assumptions"] = list(workload.assumptions)
-        d["notes"] = list(workload.notes)
-        d["plot"] = str(plot_path) if plot_path else None
-        d["expected_error"] = band
-        echo_json(d)
+        echo_json(result.model_dump() | {"plot": str(plot_path) if plot_path else None})
         return
     from ..render.analyze import render_analysis
 
     out = console()
-    render_analysis(pred, hw.name, advice, band, top, out)
-    for line in [*workload.notes, *(f"assumed: {a} (--strict refuses)" for a in workload.assumptions)]:
+    render_analysis(result.prediction, hw.name, result.advice, result.band, top, out)
+    w = result.workload
+    for line in [*w.notes, *(f"assumed: {a} (--strict refuses)" for a in w.assumptions)]:
         out.print(f"  [dim]{line}[/dim]")
     if plot_path is not None:
         err_console().print(f"roofline chart written to {plot_path}")
