@@ -232,9 +232,15 @@ def hf_model(path_or_id: str, task: str | None = None, seq: int | None = None,
     transformers = _import("transformers")
     config = hf_config(transformers, path_or_id)
     seq = seq or DEFAULT_SEQ
+    notes = (f"{config.model_type}: {seq} tokens per sequence, attention mask all ones (no padding)",)
+    if getattr(config, "_experts_implementation", None) == "eager":
+        # The eager expert loop branches on routing values (`if expert_idx == num_experts`): on tensors without
+        # values every expert would be skipped. The grouped GEMM does the same arithmetic without branching.
+        config._experts_implementation = "grouped_mm"
+        notes += ("experts counted as one grouped GEMM per layer, as experts_implementation='grouped_mm' runs "
+                  "them: the config's eager expert loop branches on routing values counting cannot see",)
     build = _hf_class(transformers, config, task)
-    return LibraryModel(f"hf:{path_or_id}", build, hf_inputs(config, seq, input_shape),
-                        (f"{config.model_type}: {seq} tokens per sequence, attention mask all ones (no padding)",))
+    return LibraryModel(f"hf:{path_or_id}", build, hf_inputs(config, seq, input_shape), notes)
 
 
 def load_library_model(spec: str, *, task: str | None = None, seq: int | None = None,
