@@ -72,3 +72,16 @@ def test_compiled_autocast_fuses_activation_casts_but_not_weight_casts():
     assert compiled.kernels < eager.kernels
     assert compiled.ops[1].bytes_written == 4 * 8 * 32 * 2   # only the fp16 copy leaves the norm kernel
     assert compiled.ops[0].bytes_written == 32 * 2             # the bias cast
+
+
+class MixedAttention(nn.Module):
+    def forward(self, q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k.float(), v.float())
+
+
+def test_attention_inputs_cast_to_half_as_autocast_does():
+    q = torch.randn(1, 2, 8, 16)
+    w = count_module(MixedAttention(), (q, q.clone(), q.clone()), "amp")
+    # an fp32 model: q is fp32, k.float() and v.float() are no-ops; autocast casts all three to fp16
+    assert [op.name for op in w.ops] == ["aten._to_copy"] * 3 + ["aten.scaled_dot_product_attention"]
+    assert w.ops[-1].dtype == "fp16"

@@ -190,3 +190,10 @@ def test_unaligned_head_dim_pads_each_input_and_slices_the_output():
     assert w.ops[0].bytes_read == 2 * 4 * 16 * 36 * 2 and w.ops[0].bytes_written == 2 * 4 * 16 * 40 * 2
     aligned = _compiled(Attention(), tuple(torch.randn(2, 4, 16, 40) for _ in range(3)))
     assert [op.name for op in aligned.ops] == ["aten.scaled_dot_product_attention"]
+
+
+def test_a_gather_reads_the_rows_it_takes_not_the_table():
+    w = _compiled(nn.Embedding(1000, 64), torch.randint(0, 1000, (2, 16)))
+    (gather,) = w.ops
+    rows = 2 * 16 * 64 * 2
+    assert gather.param_bytes == rows and gather.bytes_read == rows + 2 * 16 * 8   # rows + int64 indices

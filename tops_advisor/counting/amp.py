@@ -56,9 +56,12 @@ FP32_OUTPUT = frozenset(f"aten.{n}" for n in (
     "prod", "_softmax", "softmax", "_log_softmax", "log_softmax", "cumprod", "cumsum", "linalg_vector_norm",
     "linalg_matrix_norm", "sum", "norm",
 ))
-_CONV_FUNCTIONS = frozenset({torch.nn.functional.conv1d, torch.nn.functional.conv2d, torch.nn.functional.conv3d,
-                             torch.nn.functional.conv_transpose1d, torch.nn.functional.conv_transpose2d,
-                             torch.nn.functional.conv_transpose3d, torch.conv1d, torch.conv2d, torch.conv3d})
+_F = torch.nn.functional
+# Functions that check their inputs' dtypes before reaching the dispatcher (or that the counter takes whole,
+# as one fused kernel): cast where autocast casts them, at the call.
+_FUNCTIONS = frozenset({_F.conv1d, _F.conv2d, _F.conv3d, _F.conv_transpose1d, _F.conv_transpose2d,
+                        _F.conv_transpose3d, torch.conv1d, torch.conv2d, torch.conv3d,
+                        _F.scaled_dot_product_attention})
 _IN_KERNEL_UPCAST = frozenset({"aten._softmax", "aten._log_softmax"})
 _CAST = "aten._to_copy"
 
@@ -73,10 +76,11 @@ class Autocast:
         self._weights: dict[tuple, torch.Tensor] = {}   # autocast's cast cache: (weight, dtype) -> its copy
 
     def cast_function(self, func, args: tuple, kwargs: dict, weight_key) -> tuple[tuple, dict]:
-        """Casts for a convolution function (``F.conv2d`` ...): it checks its input against its bias before
-        it reaches the dispatcher, where autocast has already cast both. The casts dispatch (and are counted)
+        """Casts for a convolution function (``F.conv2d`` ...), which checks its input against its bias
+        before it reaches the dispatcher, and for ``F.scaled_dot_product_attention`` (the counter counts it
+        whole): autocast has cast their inputs by then. The casts dispatch (and are counted)
         as ``aten._to_copy``; a weight's copy is cached as for the ATen operators."""
-        if func not in _CONV_FUNCTIONS:
+        if func not in _FUNCTIONS:
             return args, kwargs
         return self._cast_all(args, kwargs, self.lower, weight_key, record=False)
 

@@ -192,7 +192,8 @@ def _nodes(ops: Iterable) -> list[_Node]:
         record, pads = _pad_mm(_as_gemm(record) if channels_last else record)
         pads += _sdpa_padding(record, facts)
         nodes.extend(_Node(r, (), (), 0.0, "alone") for r in pads)
-        node = _Node(record, reads, flow.writes, flow.param_bytes, role(record))
+        # the record's parameter bytes: a gather (embedding) reads the rows it takes, not the whole table
+        node = _Node(record, reads, flow.writes, record.param_bytes, role(record))
         bias_bytes = facts.conv_bias_bytes if facts is not None and facts.conv_bias_bytes else 0.0
         if channels_last:
             nodes.extend(_layout_copies(node, flow, produced, bias_bytes))
