@@ -197,3 +197,14 @@ def test_a_gather_reads_the_rows_it_takes_not_the_table():
     (gather,) = w.ops
     rows = 2 * 16 * 64 * 2
     assert gather.param_bytes == rows and gather.bytes_read == rows + 2 * 16 * 8   # rows + int64 indices
+
+
+def test_grouped_convolutions_stay_nchw():
+    # decide_layout_opt: grouped convolutions (groups > 1, several input channels per group) weigh 1.358 x
+    # their flops in channels-last, so a graph of only those keeps NCHW: no layout copies
+    grouped = nn.Sequential(nn.Conv2d(64, 128, 3, groups=2), nn.ReLU(), nn.Conv2d(128, 128, 3, groups=2))
+    w = _compiled(grouped, torch.randn(2, 64, 16, 16))
+    assert not any("channels_last" in op.name for op in w.ops)
+    plain = nn.Sequential(nn.Conv2d(64, 128, 3), nn.ReLU(), nn.Conv2d(128, 128, 3))
+    names = [op.name for op in _compiled(plain, torch.randn(2, 64, 16, 16)).ops]
+    assert names.count("triton.weight_to_channels_last") == 2 and "triton.input_to_channels_last" in names
