@@ -21,6 +21,7 @@ one entry, and its hooks are global (every module in the process, not this model
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 import weakref
@@ -432,6 +433,10 @@ def _run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, state: _Sta
         from torch._subclasses.fake_tensor import FakeTensorMode
 
         fake = FakeTensorMode(allow_non_fake_inputs=True)
+    # torch 2.14 logs "failed while attempting to run meta for ..." before raising; the error is ours to say
+    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
+    log_level = fake_log.level
+    fake_log.setLevel(logging.CRITICAL)
     try:
         with torch.no_grad():
             if fake is not None:
@@ -448,6 +453,7 @@ def _run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, state: _Sta
         detail = one_line(exc)
         raise ForwardFailed(f"{label}: the forward pass failed: {detail}", detail) from exc
     finally:
+        fake_log.setLevel(log_level)
         for h in hooks:
             h.remove()
 
@@ -516,8 +522,8 @@ def _count_source(source: ModelSource, batch: int, dtype: str, strict: bool, lab
     try:
         return count_module(module, source.inputs(batch, meta=on_meta), dtype, name=source.stem, batch=batch,
                             strict=strict, source=label, lowering=lowering)
-    except ForwardFailed:
-        if not meta:
+    except ForwardFailed as exc:
+        if not meta or "meta" not in exc.detail:  # only a meta-device mismatch is worth a second build
             raise
     del module
     w = _count_source(source, batch, dtype, strict, label, meta=False, lowering=lowering)
