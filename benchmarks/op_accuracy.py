@@ -80,7 +80,8 @@ def collect(records: dict, hw, cal) -> tuple[list[dict], list[str]]:
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            w = count(ROOT / run["model"], run["batch"], run["dtype"])
+            spec = run["model"] if ":" in run["model"] else ROOT / run["model"]  # a library spec or a file
+        w = count(spec, run["batch"], run["dtype"])
         pred = predict(w, hw, mode="graph", perf=perf)
         a = pred._arrays
         # kernel time: the predicted device time less the gaps between kernels

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -379,3 +380,35 @@ def test_bandwidth_fraction_rules_match_architecture_and_memory_type():
     assert bandwidth_fraction(make_hardware(memory_type="GDDR6"), d).value == 0.5
     hw = make_hardware(architecture="Volta", memory_type="HBM2")
     assert device_perf(hw, defaults=d).bandwidth_bytes_per_s == pytest.approx(0.7 * 1000e9)
+
+
+def test_hopper_attention_pays_whole_tiles_in_waves():
+    """Hopper, 16 bits: 128 x 128 tiles, one block per SM in waves, a fixed block cost, products at the GEMM
+    rate and the tile's exponentials at 16 per clock per SM (rates.tiled_attention_rate)."""
+    from tops_advisor.roofline.rates import tiled_attention_rate
+
+    hw = make_hardware(architecture="Hopper", boost_clock_mhz=1000, compute_units=100, citations={"memory_gb": "made-up", "memory_bandwidth_gb_s": "made-up", "compute_units": "made-up",
+                                  "tdp_w": "made-up", "dense_tops": "made-up", "sparse_tops": "made-up",
+                                  "boost_clock_mhz": "made-up"})
+    d = replace(ROUND, attention_block_s=Default(1e-6, "test"), attention_hopper_native_fraction=Default(1.0, "t"),
+                attention_hopper_fa2_fraction=Default(0.25, "test"))
+    perf = device_perf(hw, defaults=d)  # 50 TOPS fp16 GEMMs: 0.5 TOPS per SM; 16e9 exponentials/s per SM
+
+    def seconds(L, hd, bh):
+        a = {k: np.array([float(v)]) for k, v in (("m", L), ("n", L), ("k", hd), ("b", bh))}
+        return float(4.0 * L * L * hd * bh / tiled_attention_rate(a, perf, "fp16")[0])
+
+    tile_64 = 128 * 128 * 64 * 4 / 0.5e12 + 128 * 128 / 16e9        # head dims up to 64 run the 64 kernel
+    assert seconds(16, 32, 100) == pytest.approx(1e-6 + tile_64)    # one wave of 100 blocks, one tile each
+    assert seconds(64, 48, 100) == pytest.approx(seconds(16, 32, 100))  # shorter or narrower costs the same
+    assert seconds(256, 64, 100) == pytest.approx(2 * (1e-6 + 2 * tile_64))  # 2 query blocks: 2 waves, 2 tiles
+    assert seconds(16, 32, 101) == pytest.approx(2 * seconds(16, 32, 100))   # one more block: a second wave
+    fa2 = 128 * 128 * 64 * 4 / (0.5e12 * 0.25) + 128 * 128 / 16e9  # head dim 36: FlashAttention-2's kernel
+    assert seconds(16, 36, 100) == pytest.approx(1e-6 + fa2)
+    from tops_advisor.roofline.rates import attention_rate
+
+    a = {k: np.array([float(v)]) for k, v in (("m", 16), ("n", 16), ("k", 32), ("b", 100))}
+    assert attention_rate(a, perf, "fp16")[0] == tiled_attention_rate(a, perf, "fp16")[0]
+    other = device_perf(make_hardware(boost_clock_mhz=1000, compute_units=100, citations=hw.citations),
+                        defaults=d)  # not Hopper: FlashAttention-2's efficiency model, not re-measured
+    assert attention_rate(a, other, "fp16")[0] != tiled_attention_rate(a, other, "fp16")[0]

@@ -137,6 +137,18 @@ class RooflineDefaults:
     # memory-efficient kernel: 64). Kernels are compiled for a few head dims and run the next one up:
     # FlashAttention (16-bit) multiples of 32 up to 256; the memory-efficient kernel (fp32) 64, 128, then any.
     # H200 sweep (benchmarks/results/h200_sweep.json): fp32 head dims 36, 40 and 64 at batch 32 all take 80 us.
+    # Hopper, 16 bits, tile by tile (rates.tiled_attention_rate). H200 sweep of F.scaled_dot_product_attention
+    # over 6 sequence lengths x 5 head dims x 2 batch sizes (benchmarks/sdpa_sweep.py ->
+    # benchmarks/results/h200_sdpa_sweep.json): with 128 x 128 tiles, one block per SM, exponentials at 16 per
+    # clock per SM, cuDNN's kernel fits a 1.1 us block cost and products at the GEMM rate (head dim 64: 1.22 us
+    # per tile predicted, 1.23 measured; 128: 1.92 against 1.9); FlashAttention-2's kernel (head dim 36)
+    # reaches 0.31 of it at 1,024 tokens (FlashAttention-3's paper: FA2 reaches ~35% of H100's peak).
+    attention_block_s: Default = Default(1.1e-6, "H200 SDPA sweep: blocks of one query tile and one key tile "
+                                                 "(<= 64 tokens) take 2.32 us (head dim <= 64), 3.02 (128)")
+    attention_hopper_native_fraction: Default = Default(1.0, "H200 SDPA sweep: cuDNN's products at the GEMM rate")
+    attention_hopper_fa2_fraction: Default = Default(0.31, "H200 SDPA sweep, head dim 36, 1,024 tokens; "
+                                                          "FlashAttention-3 paper: FA2 ~35% of H100 peak")
+    special_function_per_clock: float = 16.0  # exp2 per clock per SM, compute capability 5.x-9.0 (CUDA guide)
     attention_block_rows: float = 128.0
     attention_block_rows_fp32: float = 64.0
     attention_head_dim_step: float = 32.0
