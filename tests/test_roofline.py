@@ -412,3 +412,27 @@ def test_hopper_attention_pays_whole_tiles_in_waves():
     other = device_perf(make_hardware(boost_clock_mhz=1000, compute_units=100, citations=hw.citations),
                         defaults=d)  # not Hopper: FlashAttention-2's efficiency model, not re-measured
     assert attention_rate(a, other, "fp16")[0] != tiled_attention_rate(a, other, "fp16")[0]
+
+
+def test_nchw_bilinear_upsampling_loops_over_batch_and_channels():
+    """PyTorch's NCHW kernel: one thread per output position loops over batch x channels (a floor of
+    waves x iterations x bilinear_iteration_s); a channels-last input takes the NHWC kernel (a plain copy)."""
+    import torch
+    import torch.nn.functional as F
+
+    from tops_advisor.counting import count_module
+
+    class Up(torch.nn.Module):
+        def forward(self, x):
+            return F.interpolate(x, size=(20, 20), mode="bilinear")
+
+    d = replace(ROUND, bilinear_iteration_s=Default(100e-9, "test"), resident_threads_per_unit=2.0)
+    perf = device_perf(HW, defaults=d)   # 100 units x 2 threads: 200 positions per wave
+    nchw = count_module(Up(), (torch.empty(4, 8, 10, 10, device="meta"),), "fp16")
+    op = nchw.ops[0]
+    assert op.family == "bilinear_upsample" and (op.gemm.m, op.gemm.n) == (400, 32)
+    loop_s = 2 * 32 * 100e-9                                   # 400 positions: 2 waves of 32 iterations
+    assert predict(nchw, HW, perf=perf).device_time_s >= loop_s
+    last = torch.empty(4, 8, 10, 10, device="meta").to(memory_format=torch.channels_last)
+    nhwc = count_module(Up(), (last,), "fp16")
+    assert nhwc.ops[0].family == "" and predict(nhwc, HW, perf=perf).device_time_s < loop_s

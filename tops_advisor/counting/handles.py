@@ -422,7 +422,19 @@ register("aten.upsample_nearest1d", "aten.upsample_nearest2d", "aten.upsample_ne
          "aten._upsample_nearest_exact1d", "aten._upsample_nearest_exact2d",
          "aten._upsample_nearest_exact3d")(copy(0.0))
 register("aten.upsample_linear1d")(copy(2.0 * 2))
-register("aten.upsample_bilinear2d", "aten._upsample_bilinear2d_aa")(copy(2.0 * 4))
+register("aten._upsample_bilinear2d_aa")(copy(2.0 * 4))
+
+
+@register("aten.upsample_bilinear2d")
+def upsample_bilinear2d(c: OpCall) -> Cost:
+    """2 taps per dimension; the shape records the CUDA kernel's parallelism: PyTorch's NCHW kernel
+    (UpSampleBilinear2d.cu, upsample_bilinear2d_out_frame) gives each output position (m = H x W) one thread
+    that loops over the batch and the channels (n = N x C). The roofline reads it (``rates.floors``)."""
+    out = c.out
+    if len(out.shape) != 4:
+        return Cost("copy", 2.0 * 4 * out.numel)
+    n, ch, h, w = out.shape
+    return Cost("copy", 2.0 * 4 * out.numel, gemm=GemmShape(m=h * w, n=n * ch, k=1, batch=1))
 register("aten.upsample_trilinear3d")(copy(2.0 * 8))
 register("aten.upsample_bicubic2d", "aten._upsample_bicubic2d_aa")(copy(2.0 * 16))
 

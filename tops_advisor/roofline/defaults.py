@@ -148,6 +148,11 @@ class RooflineDefaults:
     attention_hopper_native_fraction: Default = Default(1.0, "H200 SDPA sweep: cuDNN's products at the GEMM rate")
     attention_hopper_fa2_fraction: Default = Default(0.31, "H200 SDPA sweep, head dim 36, 1,024 tokens; "
                                                           "FlashAttention-3 paper: FA2 ~35% of H100 peak")
+    # PyTorch's NCHW bilinear upsampling kernel loops over batch x channels in each thread (rates.bilinear_loop_s).
+    bilinear_iteration_s: Default = Default(320e-9, "H200 sweep of F.interpolate(mode='bilinear'), 14 shapes: "
+                                                    "190-570 ns per loop iteration, median 320 "
+                                                    "(benchmarks/results/h200_slow_ops_sweep.json)")
+    resident_threads_per_unit: float = 2048.0  # threads resident per SM (Volta, Ampere A100, Hopper; GA10x/Ada 1536)
     special_function_per_clock: float = 16.0  # exp2 per clock per SM, compute capability 5.x-9.0 (CUDA guide)
     attention_block_rows: float = 128.0
     attention_block_rows_fp32: float = 64.0

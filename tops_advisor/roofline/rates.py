@@ -207,6 +207,16 @@ def bandwidth_factors(a: dict, cls: np.ndarray, d: RooflineDefaults) -> np.ndarr
     return np.where(a["strided"], strided, factor)
 
 
+def bilinear_loop_s(a: dict, perf: DevicePerf) -> np.ndarray:
+    """PyTorch's NCHW bilinear upsampling: one thread per output position (``m``) loops over batch x channels
+    (``n``), one memory round trip per iteration; positions beyond one wave of resident threads run again.
+    H200 sweep (benchmarks/slow_ops_sweep.py): 190-570 ns per iteration, 20-470 GB/s, where the copy model
+    said 2-4 TB/s (LR-ASPP's 33 -> 65 upsampling at batch 128: 6.1 ms measured, 73 us predicted before)."""
+    d = perf.defaults
+    waves = np.ceil(np.maximum(a["m"], 1.0) / (perf.compute_units * d.resident_threads_per_unit))
+    return waves * a["n"] * d.bilinear_iteration_s.value
+
+
 def floors(a: dict, cls: np.ndarray, perf: DevicePerf) -> np.ndarray:
     """Per operator: the shortest device time it can take (its first kernel's floor, then one kernel floor
     for each further kernel); 0 for operators that launch nothing."""
@@ -215,5 +225,6 @@ def floors(a: dict, cls: np.ndarray, perf: DevicePerf) -> np.ndarray:
     first = np.where(cls == CLASSES.index("pointwise_conv"), f["matmul"], first)
     first = np.where(cls == CLASSES.index("depthwise"), f["depthwise"], first)
     first = np.where((a["family"] == "batch_norm") & (a["dtype"] == "fp32"), f["batch_norm_fp32"], first)
+    first = np.where(a["family"] == "bilinear_upsample", np.maximum(first, bilinear_loop_s(a, perf)), first)
     k = a["kernels"]
     return np.where(k >= 1, first + np.maximum(k - 1, 0) * perf.kernel_floor_s, 0.0)
