@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..units import PRECISIONS, parse_precision
+from ..units import AMP, PRECISIONS, parse_precision
 from .common import (
     catalog_option,
     console,
@@ -23,15 +23,17 @@ from .common import (
 @click.argument("model")
 @click.option("--hardware", "-H", "hardware_name", required=True, help="Catalog id or alias (e.g. h200, 4090).")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Batch size.")
-@click.option("--dtype", default="fp16", show_default=True, help=f"One of {', '.join(PRECISIONS)}.")
-@click.option("--mode", type=click.Choice(["graph", "eager"]), default="graph", show_default=True,
-              help="graph: CUDA graphs / compiled (no host launch cost); eager: plain PyTorch.")
+@click.option("--dtype", default="fp16", show_default=True,
+              help=f"One of {', '.join(PRECISIONS)}, or amp (an fp32 model under torch.autocast fp16).")
+@click.option("--mode", type=click.Choice(["graph", "eager", "compiled"]), default="graph", show_default=True,
+              help="graph: CUDA-graph replay (no host launch cost); eager: plain PyTorch; compiled: torch.compile "
+                   "(inductor's fused kernels) replayed as a CUDA graph.")
 @click.option("--calibration", "calibration_path", type=click.Path(path_type=Path),
               help="Calibration file from `tops-advisor probe` (default: saved or shipped one for the device).")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even if a calibration exists.")
 @click.option("--tf32", is_flag=True, help="fp32 matmuls in TF32 (torch.backends.cuda.matmul.allow_tf32).")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write a roofline chart (.png/.svg).")
-@click.option("--top", type=int, default=10, show_default=True, help="Operators to list.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Operators to list (N >= 1).")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know or values it must assume.")
 @model_options
 @catalog_option
@@ -43,6 +45,7 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
     MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
     from ..api import analyze_model, calibration_for
     from ..render.counting import unsupported_warning
+    from ..render.progress import progress
 
     hw = get_catalog(catalog_dirs).get(hardware_name)
     if plot_path is not None:
@@ -50,9 +53,10 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
 
         check_plot_path(plot_path)
     cal = calibration_for(hw, calibration_path, use=not no_calibration)
-    result = analyze_model(load_model_arg(model, task, seq, input_shape), hw, batch=batch,
-                           dtype=parse_precision(dtype), mode=mode, calibration=cal, tf32_matmul=tf32,
-                           strict=strict)
+    with progress(f"counting {model} at batch {batch}", enabled=not as_json):
+        result = analyze_model(load_model_arg(model, task, seq, input_shape), hw, batch=batch,
+                               dtype=parse_precision(dtype, (*PRECISIONS, AMP)), mode=mode, calibration=cal, tf32_matmul=tf32,
+                               strict=strict)
     message = unsupported_warning(result.workload)
     if message:
         click.echo(message, err=True)
@@ -66,9 +70,6 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
     from ..render.analyze import render_analysis
 
     out = console()
-    render_analysis(result.prediction, hw.name, result.advice, result.band, top, out)
-    w = result.workload
-    for line in [*w.notes, *(f"assumed: {a} (--strict refuses)" for a in w.assumptions)]:
-        out.print(f"  [dim]{line}[/dim]")
+    render_analysis(result.prediction, hw.name, result.advice, result.band, top, out, workload=result.workload)
     if plot_path is not None:
         err_console().print(f"roofline chart written to {plot_path}")

@@ -53,16 +53,14 @@ def echo_json(obj) -> None:
 
 
 def console():
-    """A rich console for tables (stdout)."""
-    import shutil
+    """A rich console for tables (stdout): $COLUMNS, else the terminal's width, else 120 columns when piped
+    (render/console.py)."""
+    from ..render.console import console as stdout_console
 
-    from rich.console import Console
-
-    # a real terminal's width; 140 columns when piped (rich would otherwise wrap tables at 80)
-    return Console(soft_wrap=False, width=shutil.get_terminal_size((140, 24)).columns)
+    return stdout_console()
 
 
 def err_console():
-    from rich.console import Console
+    from ..render.console import err_console as stderr_console
 
-    return Console(stderr=True)
+    return stderr_console()

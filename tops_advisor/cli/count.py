@@ -31,9 +31,10 @@ def count(model: str, batch: int, dtype: str, per_op: bool, depth: int, strict: 
     from ..counting import UnsupportedOpWarning
     from ..counting import count as count_model
     from ..render.counting import ops_table, summary_lines, unsupported_warning
+    from ..render.progress import progress
 
-    with warnings.catch_warnings():  # the CLI prints its own one-line warning below
-        warnings.simplefilter("ignore", UnsupportedOpWarning)
+    with progress(f"counting {model} at batch {batch}", enabled=not as_json), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnsupportedOpWarning)  # the CLI prints its own one-line warning below
         workload = count_model(load_model_arg(model, task, seq, input_shape), batch=batch, dtype=dtype,
                                strict=strict)
     message = unsupported_warning(workload)
@@ -43,8 +44,6 @@ def count(model: str, batch: int, dtype: str, per_op: bool, depth: int, strict: 
         echo_json(workload.model_dump())
         return
     out = console()
-    if not out.is_terminal:  # piped or captured: don't squeeze the table into 80 columns
-        out.width = max(out.width, 132)
     out.print(ops_table(workload, by="op" if per_op else "module", depth=depth))
     for line in summary_lines(workload):
         out.print(line, highlight=False)
