@@ -95,8 +95,9 @@ def test_recommend_refuses_options_it_would_ignore(args, message):
 def test_top_must_be_at_least_one():
     from tops_advisor.recommend import Constraints
 
-    r = run("recommend", MODEL, "--top", "0")
-    assert r.exit_code == 2 and "0 is not in the range x>=1" in r.stderr
+    for command in (("recommend", MODEL), ("analyze", MODEL, "-H", "h200")):
+        r = run(*command, "--top", "0")
+        assert r.exit_code == 2 and "0 is not in the range x>=1" in r.stderr
     with pytest.raises(InputError, match="--top must be at least 1"):
         Constraints(top=0)
 
@@ -166,6 +167,18 @@ def test_progress_is_silent_off_a_terminal_and_with_json():
     assert stream.getvalue() == ""
     r = run("recommend", MODEL, "--latency", "100ms", "--top", "1", "--json")
     assert r.exit_code == 0 and r.stderr == ""
+
+
+def test_progress_shows_on_a_terminal_and_clears_itself(monkeypatch):
+    from tops_advisor.render.progress import progress
+
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich: treat the stream as a terminal
+    stream = io.StringIO()
+    with progress("counting model.py at batch 1", stream=stream):
+        pass
+    shown = stream.getvalue()
+    assert "counting model.py at batch 1" in shown
+    assert shown.endswith("\x1b[2K")  # the line is erased at the end: nothing stays on the terminal
 
 
 def _llm_result(bound: str, flops: float, nbytes: float):
