@@ -1,4 +1,4 @@
-"""--mode compiled through the CLI."""
+"""--mode compiled and --dtype amp through the CLI (analyze, recommend; validate's argument checks)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,36 @@ def _run(*args):
     return CliRunner().invoke(cli, list(args))
 
 
+def _analyze(*extra):
+    r = _run("analyze", MODEL, "-H", "h200", "--batch", "8", "--json", *extra)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def test_analyze_compiled_predicts_fewer_kernels_and_less_time_than_graph():
+    graph, compiled = _analyze("--mode", "graph"), _analyze("--mode", "compiled")
+    assert compiled["mode"] == "compiled"
+    assert compiled["kernels"] < graph["kernels"] and compiled["bytes"] < graph["bytes"]
+    assert compiled["latency_ms"] < graph["latency_ms"]
+    assert not any("torch.compile" in line for line in compiled["advice"])   # already compiled
+
+
+def test_analyze_amp_computes_convolutions_in_fp16_and_casts_weights():
+    amp = _analyze("--dtype", "amp")
+    assert amp["dtype"] == "amp" and amp["precision"] == "fp16"
+    names = [op["name"] for op in amp["ops"]]
+    assert "aten._to_copy" in names
+    fp16 = _analyze("--dtype", "fp16")
+    assert amp["kernels"] > fp16["kernels"]   # the casts
+
+
 def test_recommend_compiled():
     r = _run("recommend", MODEL, "--latency", "1ms", "--mode", "compiled", "-H", "h200", "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["recommendations"][0]["mode"] == "compiled"
 
+
+def test_validate_refuses_compiled_on_the_cpu_in_one_line():
+    r = _run("validate", MODEL, "--device", "cpu", "-H", "h200", "--mode", "compiled", "--dtype", "amp")
+    assert r.exit_code == 2 and "compiled mode replays CUDA graphs" in r.output
+    assert "Traceback" not in r.output

@@ -107,7 +107,7 @@ class ModelAnalysis:
 
     workload: Workload
     prediction: Prediction
-    other: Prediction
+    other: Prediction | None   # None in compiled mode
     advice: list
     band: dict | None
     perf: object  # roofline.DevicePerf: the rates the prediction used (the roofline chart draws them)
@@ -124,27 +124,28 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
                   calibration: tuple[Calibration | None, str] = (None, ""), tf32_matmul: bool = False,
                   strict: bool = False) -> ModelAnalysis:
     """Count ``model`` (a path, a library spec or a ``counting.load_model`` result) at ``batch`` and predict
-    it on ``hw``. Precisions without eager kernels (fp8, int8, ...) are counted in fp16 and rescaled."""
+    it on ``hw``. Precisions without eager kernels (fp8, int8, ...) are counted in fp16 and rescaled; "amp" is
+    counted under autocast; ``mode`` "compiled" counts inductor's kernels (docs/compiled.md)."""
     import warnings
 
     from .accuracy import expected_error, model_family
     from .advice import advise
-    from .counting import UnsupportedOpWarning, count
+    from .counting import UnsupportedOpWarning, count, lowering_for
     from .errors import InputError, UnsupportedPrecisionError
 
     if isinstance(batch, bool) or batch <= 0:
         raise InputError(f"--batch must be a positive integer, got {batch}")
-    if dtype not in hw.dense_tops:
-        raise UnsupportedPrecisionError(f"{hw.id} has no {dtype} peak; it has {', '.join(hw.dense_tops)}")
+    if (peak := "fp16" if dtype == "amp" else dtype) not in hw.dense_tops:   # amp: autocast to fp16
+        raise UnsupportedPrecisionError(f"{hw.id} has no {peak} peak; it has {', '.join(hw.dense_tops)}")
     base = dtype if dtype in _COUNT_DTYPES else "fp16"
     with warnings.catch_warnings():  # unsupported operators are in the workload; the caller shows them
         warnings.simplefilter("ignore", UnsupportedOpWarning)
-        workload = count(model, batch=batch, dtype=base, strict=strict)
+        workload = count(model, batch=batch, dtype=base, strict=strict, lowering=lowering_for(mode))
     workload = retype(workload, dtype) if base != dtype else workload
     perf = device_perf(hw, *calibration)
     pred = predict(workload, hw, mode=mode, tf32_matmul=tf32_matmul, perf=perf)
-    other = predict(workload, hw, mode="graph" if mode == "eager" else "eager", tf32_matmul=tf32_matmul,
-                    perf=perf)
+    other = None if mode == "compiled" else predict(  # compiled: no eager counterpart from inductor's kernels
+        workload, hw, mode="graph" if mode == "eager" else "eager", tf32_matmul=tf32_matmul, perf=perf)
     band = expected_error(model_family(workload), mode, pred.calibrated, hardware=hw)
     return ModelAnalysis(workload, pred, other, advise(pred, hw, other), band, perf)
 

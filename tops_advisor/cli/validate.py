@@ -24,9 +24,11 @@ from .common import (
 @click.argument("model")
 @click.option("--batch", "-b", "batch_text", default="1,8,32", show_default=True,
               help="Comma-separated batch sizes to measure.")
-@click.option("--dtype", default="fp16", show_default=True, help="fp16, bf16 or fp32.")
-@click.option("--mode", type=click.Choice(["graph", "eager", "both"]), default="both", show_default=True,
-              help="eager: plain PyTorch forward; graph: the forward captured once and replayed as a CUDA graph.")
+@click.option("--dtype", default="fp16", show_default=True,
+              help="fp16, bf16, fp32, or amp (the fp32 model under torch.autocast fp16).")
+@click.option("--mode", type=click.Choice(["graph", "eager", "both", "compiled"]), default="both", show_default=True,
+              help="eager: plain PyTorch forward; graph: the forward captured once and replayed as a CUDA graph; "
+                   "compiled: torch.compile (default mode) captured and replayed as a CUDA graph.")
 @click.option("--calibration", "calibration_path", type=click.Path(path_type=Path),
               help="Calibration file from `tops-advisor probe` (default: saved or shipped one for the device).")
 @click.option("--per-op", is_flag=True,
