@@ -228,3 +228,19 @@ def test_recommend_builds_its_notes_and_error_bands_in_the_library():
     assert all(r.expected_error and r.expected_error["text"] for r in res.recommendations)
     assert isinstance(res.notes, tuple)
     assert res.model_dump()["notes"] == list(res.notes)
+
+
+def test_neighbour_imports_inside_forward_work_while_counting(tmp_path):
+    (tmp_path / "act_helpers.py").write_text("import torch\n\ndef act(x):\n    return torch.relu(x)\n")
+    model = tmp_path / "imports_in_forward.py"
+    model.write_text("import torch\n\n"
+                     "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                     "        self.a = torch.nn.Linear(8, 4)\n\n"
+                     "    def forward(self, x):\n        import act_helpers  # imported in forward, while counting\n"
+                     "        return act_helpers.act(self.a(x))\n\n"
+                     "def build_model():\n    return M()\n\n"
+                     "def example_inputs(batch_size):\n    return torch.randn(batch_size, 8)\n")
+    before = list(sys.path)
+    result = CliRunner().invoke(cli, ["count", str(model), "--json"])
+    assert result.exit_code == 0, result.output
+    assert sys.path == before

@@ -21,6 +21,7 @@ one entry, and its hooks are global (every module in the process, not this model
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import warnings
@@ -530,9 +531,11 @@ def _count_source(source: ModelSource, batch: int, dtype: str, strict: bool, lab
     fake tensors, which allocates its weights once."""
     module = source.build(meta=meta)
     on_meta = all(t.is_meta for t in module.parameters())
+    importable = getattr(source, "importable", contextlib.nullcontext)  # a model file's neighbours, in forward()
     try:
-        return count_module(module, source.inputs(batch, meta=on_meta), dtype, name=source.stem, batch=batch,
-                            strict=strict, source=label, lowering=lowering)
+        with importable():
+            return count_module(module, source.inputs(batch, meta=on_meta), dtype, name=source.stem,
+                                batch=batch, strict=strict, source=label, lowering=lowering)
     except ForwardFailed as exc:
         if not meta or "meta" not in exc.detail:  # only a meta-device mismatch is worth a second build
             raise
