@@ -255,10 +255,12 @@ def eager_timeline(a: dict, device: np.ndarray, perf: DevicePerf, functional: bo
 
 
 def _time_by_bound(t: _DeviceTimes, host_wait_s: float) -> dict[str, float]:
-    bound, work = t.bound, t.work
-    return {"compute": float(np.where(bound == 0, work, 0).sum()),
-            "memory": float(np.where(bound == 1, work, 0).sum()),
-            "overhead": float(t.gap.sum() + np.where(bound == 2, t.floor, 0).sum() + host_wait_s)}
+    """The latency split so that it adds up: each operator's whole device time (work, floor and gap) under the
+    limit that binds it, and the device's wait for eager launches under overhead."""
+    bound, device = t.bound, t.device
+    return {"compute": float(np.where(bound == 0, device, 0).sum()),
+            "memory": float(np.where(bound == 1, device, 0).sum()),
+            "overhead": float(np.where(bound == 2, device, 0).sum() + host_wait_s)}
 
 
 _MODE_ASSUMPTION = {
