@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
+from tests.test_counting_handles import Fn
 from tops_advisor.counting import count, count_module, load_model
 from tops_advisor.counting.handles import experts_hit
 from tops_advisor.counting.meta_kernels import grouped_mm as grouped_mm_shape
@@ -29,13 +29,6 @@ HEAD_DIM = H // HEADS
 ITEMSIZE = {"fp16": 2, "bf16": 2, "fp32": 4}
 
 
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 def _config(tmp_path: Path, name: str, **fields) -> Path:
