@@ -33,6 +33,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--profile-batch", type=int, default=0, help="also profile per aten op at this batch")
     ap.add_argument("--time-budget", type=float, default=1e9, help="stop after this many seconds")
+    ap.add_argument("--modes", default="eager,graph", help="comma-separated: eager, graph, compiled")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     try:
@@ -46,7 +47,8 @@ def main() -> int:
 
     def progress(m) -> None:
         results.runs.append(m)
-        msg = m.error or f"eager {m.eager_s * 1e3:.3f} ms  graph {m.graph_s * 1e3:.3f} ms"
+        times = {k: getattr(m, f"{k}_s", None) for k in ("eager", "graph", "compiled")}
+        msg = m.error or "  ".join(f"{k} {v * 1e3:.3f} ms" for k, v in times.items() if v)
         print(f"{m.model} {m.dtype} b={m.batch}: {msg}", file=sys.stderr, flush=True)
         out.write_text(json.dumps(results.model_dump(), indent=1))
 
@@ -63,6 +65,7 @@ def main() -> int:
                     break
                 measure_batches(model_file, [batch], dtype, repeats=args.repeats, warmup=args.warmup,
                                 profile=batch == args.profile_batch, model_name=path, keep_going=True,
+                                modes=tuple(args.modes.split(",")),
                                 progress=progress)
     out.write_text(json.dumps(results.model_dump(), indent=1))
     return 0

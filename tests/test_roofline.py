@@ -186,7 +186,10 @@ def test_calibration_replaces_peaks_bandwidth_and_overheads():
     assert perf.kernel_floor_s == pytest.approx(1e-6 * scale)
     assert perf.kind_floor_s["matmul"] == pytest.approx(2e-6 * scale)
     assert perf.kernel_gap_s == pytest.approx(1e-6 * scale)
-    assert perf.eager_op_s == pytest.approx(10e-6 * 20e-6 / ROUND.eager_launch_reference_s.value)
+    # the eager host cost follows the launch time in part (eager_host_fixed_share does not scale)
+    fixed = ROUND.eager_host_fixed_share.value
+    launch = 20e-6 / ROUND.eager_launch_reference_s.value
+    assert perf.eager_op_s == pytest.approx(10e-6 * (fixed + (1 - fixed) * launch))
     w = one_op(1e8, 1e9, kind="elementwise")
     # 1 GB at 500 GB/s x 0.5 (16-bit elementwise), + floor 1 us and gap 1 us, both scaled
     assert predict(w, HW, perf=perf).latency_s == pytest.approx(1e9 / 250e9 + 2e-6 * scale)
@@ -436,3 +439,18 @@ def test_nchw_bilinear_upsampling_loops_over_batch_and_channels():
     last = torch.empty(4, 8, 10, 10, device="meta").to(memory_format=torch.channels_last)
     nhwc = count_module(Up(), (last,), "fp16")
     assert nhwc.ops[0].family == "" and predict(nhwc, HW, perf=perf).device_time_s < loop_s
+
+
+def test_thin_input_convolution_runs_at_the_cuda_core_rate():
+    """A 3-channel fp16 stem convolution cannot use tensor-core tiles: its rate is a share of the FP32
+    CUDA-core peak (10 TFLOPS here), not of the fp16 tensor peak; an 8-channel one keeps the tensor rate."""
+    m, flops = 64 * 112 * 112, 1e11
+    thin = run(one_op(flops, 1e3, kind="conv", gemm=GemmShape(m, 32, 3 * 9, 1, window=9, spatial_dims=2,
+                                                              stride=2)))
+    assert thin.ops[0].compute_s == pytest.approx(flops / (10e12 * ROUND.thin_conv_fp32_factor.value))
+    wide = run(one_op(flops, 1e3, kind="conv", gemm=GemmShape(m, 32, 8 * 9, 1, window=9, spatial_dims=2)))
+    assert wide.ops[0].compute_s < thin.ops[0].compute_s / 2
+    # the ResNet stem (7x7, stride 2, 64 outputs) has cuDNN's tensor-core first-layer kernel
+    stem = run(one_op(flops, 1e3, kind="conv", gemm=GemmShape(m, 64, 3 * 49, 1, window=49, spatial_dims=2,
+                                                              stride=2)))
+    assert stem.ops[0].compute_s == pytest.approx(flops / (100e12 * ROUND.first_layer_conv_factor.value))

@@ -205,7 +205,12 @@ def convolution(c: OpCall) -> Cost:
     # which the lowering inserts as an operator of its own (lowering.lower_pytorch_cuda, rewrite 1).
     return Cost("conv", 2.0 * m * n * k * groups, bytes_read=x.nbytes + w.nbytes,
                 param_bytes=sum(t.nbytes for t in (x, w) if t.is_param),
-                gemm=GemmShape(m, n, k, groups, window=kernel, spatial_dims=len(w.shape) - 2))
+                gemm=GemmShape(m, n, k, groups, window=kernel, spatial_dims=len(w.shape) - 2,
+                               stride=_first_stride(c.arg(3, "stride", 1))))
+
+
+def _first_stride(stride) -> int:
+    return int(stride[0]) if isinstance(stride, (list, tuple)) and stride else int(stride)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -109,6 +109,14 @@ class RooflineDefaults:
                                                    "benchmarks/host_cost.py on the H200 machine")
     # Operators issued from plain functions, without an nn.Module call around each (the analytic LLM
     # decoder, as benchmarks/llm_measure.py runs it): 26.5 ms for 1,297 operators per decode step.
+    # How the eager host cost follows the probe's launch time: host cost = eager_op_s x (f + (1 - f) x launch /
+    # reference launch). A bare launch (driver + dispatcher) is not all of a module's host time: part of it is
+    # interpreter work that moved less between the two hosts measured. Reference host: launch 10.8 us, host
+    # cost 1.0; 2026-11-30 host: launch 6.0 us (blind round 10 probe, 6.2/6.0/5.8 us through the run) and
+    # host cost 0.68 of the reference (host_cost.py, 4 of 5 common models): f = (0.68 - 0.556) / (1 - 0.556).
+    eager_host_fixed_share: Default = Default(0.28, "two H200 hosts: launch 10.8 -> 6.0 us (0.556x) moved the "
+                                                    "measured host cost 0.68x (benchmarks/results/"
+                                                    "h200_host_cost_b1.json, blind15/launch_*.json)")
     eager_functional_op_s: Default = Default(20.5e-6, "H200 machine: eager LLM decode, 26.5 ms / 1,297 operators")
     eager_extra_kernel_s: Default = Default(3e-6, "assumed: a plain cudaLaunchKernel costs ~2-4 us of host time")
     eager_no_kernel_op_s: Default = Default(2e-6, "assumed: a view or metadata op costs host time, no kernel")
@@ -152,6 +160,22 @@ class RooflineDefaults:
     bilinear_iteration_s: Default = Default(320e-9, "H200 sweep of F.interpolate(mode='bilinear'), 14 shapes: "
                                                     "190-570 ns per loop iteration, median 320 "
                                                     "(benchmarks/results/h200_slow_ops_sweep.json)")
+    # Convolutions whose input has fewer channels than a tensor-core fragment (the image stem: 1, 3 or 4
+    # channels) cannot run cuDNN's tensor-core kernels on NCHW data without padding (cuDNN Legacy API guide,
+    # "Tensor Core operations": channels a multiple of 8 for 16-bit data); cuDNN picks CUDA-core kernels
+    # (implicit_convolve_sgemm) or the special first-layer kernels. H200 sweep, fp16, 10 shapes with 3 input
+    # channels (3x3/s2, 7x7/s2, 7x7/s4, 4x4/s4 at batch 8 and 128): 6.3-46 TFLOPS, median 11.5 = 0.17 of the
+    # 67 TFLOPS FP32 CUDA-core peak; the tensor-core model had predicted them 1.5-11x too fast. The share is
+    # of the CUDA-core (vector) peak, which is the unit these kernels run on, so it carries to other cards.
+    # One exception has a kernel of its own: the ResNet stem (7x7, stride 2, 64 outputs, <= 4 channels) runs
+    # cuDNN's tensor-core "image_first_layer ... k64c4r7s7_stride2x2" kernel (named in the same sweep's trace):
+    # 36 and 46 TFLOPS at batch 8 and 128, median 41 = 0.041 of the 989.5 TFLOPS fp16 peak.
+    thin_conv_channels: int = 8
+    thin_conv_fp32_factor: Default = Default(0.17, "H200 sweep of 3-channel fp16 convolutions, 10 shapes: "
+                                                   "median 11.5 TFLOPS of 67 FP32 CUDA-core TFLOPS "
+                                                   "(benchmarks/results/h200_slow_ops_sweep.json, 'stem')")
+    first_layer_conv_factor: Default = Default(0.041, "H200 sweep: cuDNN image_first_layer kernel, 7x7/s2 3->64, "
+                                                      "36 and 46 of 989.5 fp16 TFLOPS (h200_slow_ops_sweep.json)")
     resident_threads_per_unit: float = 2048.0  # threads resident per SM (Volta, Ampere A100, Hopper; GA10x/Ada 1536)
     special_function_per_clock: float = 16.0  # exp2 per clock per SM, compute capability 5.x-9.0 (CUDA guide)
     attention_block_rows: float = 128.0

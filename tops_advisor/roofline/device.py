@@ -116,7 +116,9 @@ def _calibrated_rates(hw: Hardware, cal: Calibration, d: RooflineDefaults) -> _R
         r.kind_floor = {k: v * scale for k, v in r.kind_floor.items()}
     if cal.kernel_eager_us:
         # a model's operator also pays nn.Module and Python overhead: scale, don't replace
-        r.eager_s = r.eager_s * cal.kernel_eager_us * 1e-6 / d.eager_launch_reference_s.value
+        fixed = d.eager_host_fixed_share.value
+        launch = cal.kernel_eager_us * 1e-6 / d.eager_launch_reference_s.value
+        r.eager_s = r.eager_s * (fixed + (1.0 - fixed) * launch)
     return r
 
 

@@ -100,7 +100,30 @@ def conv_factor(hw: Hardware, precision: str, d: RooflineDefaults) -> float:
 
 def conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
     factor = conv_factor(perf.hardware, precision, perf.defaults)
-    return _peak(perf, precision, "conv") * factor * _tile_efficiency(a, perf, "conv", precision, aligned=True)
+    rate = _peak(perf, precision, "conv") * factor * _tile_efficiency(a, perf, "conv", precision, aligned=True)
+    d = perf.defaults
+    thin = thin_input(a, precision, d)
+    first_layer = thin & (a["window"] == 49) & (a["stride"] == 2) & (a["n"] == 64) & (a["k"] <= 4 * 49)
+    rate = np.where(thin, thin_conv_rate(perf), rate)
+    datasheet = perf.hardware.dense_tops.get(precision, 0.0) * 1e12
+    return np.where(first_layer & (datasheet > 0), datasheet * d.first_layer_conv_factor.value, rate)
+
+
+def thin_input(a: dict, precision: str, d: RooflineDefaults) -> np.ndarray:
+    """Convolutions on tensor-core precisions whose input has fewer channels than a tensor-core fragment
+    (``k`` is input channels x window for an ungrouped convolution): image stems with 1-4 channels."""
+    if precision in ("tf32", *SIMT_PRECISIONS):
+        return np.zeros(a["k"].shape[0], dtype=bool)
+    channels = a["k"] / np.maximum(a["window"], 1.0)
+    return (a["b"] <= 1) & (a["window"] > 1) & (channels < d.thin_conv_channels)
+
+
+def thin_conv_rate(perf: DevicePerf) -> float:
+    """The rate of a thin-input convolution: cuDNN's CUDA-core kernels, a share of the FP32 CUDA-core peak."""
+    fp32 = perf.hardware.dense_tops.get("fp32")
+    if fp32 is None:
+        return perf.vector_ops_per_s * perf.defaults.thin_conv_fp32_factor.value / perf.defaults.vector_fraction.value
+    return fp32 * 1e12 * perf.defaults.thin_conv_fp32_factor.value
 
 
 def pointwise_conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
