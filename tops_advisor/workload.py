@@ -92,6 +92,7 @@ class Workload:
     notes: tuple[str, ...] = ()
     assumptions: tuple[str, ...] = ()  # what counting assumed about values it could not see (host_reads)
     module_calls: int = 0             # nn.Module forward calls in one pass, the root included (0: not counted)
+    python_calls: int = 0             # other Python function calls in one pass (counting/pycalls.py)
     functional: bool = False          # issued from plain functions (an LLM built analytically), not from
                                       # nn.Module calls: less host time per operator in eager mode
     lowering: str = ""                # how counted operators became kernels ("pytorch-cuda": eager PyTorch on
@@ -126,6 +127,7 @@ class Workload:
             "input_bytes": self.input_bytes, "activation_peak_bytes": self.activation_peak_bytes,
             "kernels": self.kernels, "intensity": self.intensity if self.bytes else None,
             "unsupported_ops": dict(self.unsupported_ops), "notes": list(self.notes),
-            "assumptions": list(self.assumptions), "module_calls": self.module_calls, "lowering": self.lowering,
+            "assumptions": list(self.assumptions), "module_calls": self.module_calls,
+            "python_calls": self.python_calls, "lowering": self.lowering,
             "ops": ops,
         }

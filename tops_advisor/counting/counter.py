@@ -47,6 +47,7 @@ from .host_reads import HostReads
 from .library_models import LibraryModel
 from .lowering import PYTORCH_CUDA, CountedOp, OpFacts, TensorFacts, lower
 from .model_file import ModelFile
+from .pycalls import PythonCalls
 from .sources import ModelSource, load_model
 
 # Precisions a model can be counted in. fp64/fp32/tf32/fp16/bf16 run the model in that torch dtype (tf32:
@@ -154,6 +155,7 @@ class _State:
         self.unsupported: Counter[str] = Counter()
         self.stack: list[str] = []
         self.module_calls = 0                        # nn.Module forward calls (host work in eager mode)
+        self.python = PythonCalls()                  # other Python calls (host work in eager mode)
         self.suppress = 0
         self._keep = list(param_tensors)          # keeps ids stable while counting
         self.param_ids = {id(t) for t in self._keep}
@@ -330,7 +332,11 @@ class _DispatchCounter(TorchDispatchMode):
             args, kwargs = self.state.autocast.cast(name, args, kwargs, self.state.weight_key)
         from .meta_kernels import lookup as shape_function  # meta kernels that refuse dtypes the GPU runs
 
-        out = (shape_function(name) or func)(*args, **kwargs)
+        self.state.python.depth += 1
+        try:
+            out = (shape_function(name) or func)(*args, **kwargs)
+        finally:
+            self.state.python.depth -= 1
         if not self.state.suppress:
             self.state.record(name, args, kwargs, out)
         return out
@@ -454,7 +460,7 @@ def _run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, state: _Sta
             if fake is not None:
                 fake.__enter__()
             try:
-                with _DispatchCounter(state), _FusedCounter(state):
+                with _DispatchCounter(state), _FusedCounter(state), state.python:
                     module(*args, **kwargs)
             finally:
                 if fake is not None:
@@ -521,7 +527,8 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
         dtype=dtype, ops=ops, params=int(sum(p.numel() for p in params)),
         param_bytes=float(sum(p.numel() * state.itemsize(p) for p in params)), input_bytes=input_bytes,
         activation_peak_bytes=float(state.peak_bytes), unsupported_ops=unsupported, source=source,
-        lowering=lowering, assumptions=tuple(state.host.assumptions), module_calls=state.module_calls)
+        lowering=lowering, assumptions=tuple(state.host.assumptions), module_calls=state.module_calls,
+        python_calls=state.python.calls)
 
 
 def _count_source(source: ModelSource, batch: int, dtype: str, strict: bool, label: str, meta: bool,

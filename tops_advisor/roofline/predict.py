@@ -233,10 +233,11 @@ def device_times(a: dict, perf: DevicePerf, tf32_matmul: bool = False) -> _Devic
 
 
 def eager_timeline(a: dict, device: np.ndarray, perf: DevicePerf, functional: bool,
-                   module_calls: int = 0) -> tuple[float, float]:
+                   module_calls: int = 0, python_calls: int = 0) -> tuple[float, float]:
     """Eager PyTorch: the host launches operator after operator while the device runs behind it; the forward
-    ends when the last kernel does. Host time per operator, plus per nn.Module call (``module_calls``, spread
-    over the operators that launch). Returns (latency, host time)."""
+    ends when the last kernel does. Host time per operator, plus per nn.Module call (``module_calls``) and per
+    other Python call (``python_calls``), both spread over the operators that launch. Returns (latency, host
+    time)."""
     if not device.size:
         return 0.0, 0.0
     k = a["kernels"]
@@ -245,8 +246,9 @@ def eager_timeline(a: dict, device: np.ndarray, perf: DevicePerf, functional: bo
     if functional:  # no nn.Module call around each operator (same calibration scaling)
         op_s *= d.eager_functional_op_s.value / d.eager_op_s.value
     launching = (k >= 1) & ~a["internal"]
-    if module_calls and launching.any():  # the calibration scales module calls as it scales operators
-        op_s += perf.eager_op_s * d.eager_module_call_s.value / d.eager_op_s.value * module_calls / launching.sum()
+    if launching.any():  # the calibration scales module and Python calls as it scales operators
+        calls_s = module_calls * d.eager_module_call_s.value + python_calls * d.eager_python_call_s.value
+        op_s += perf.eager_op_s / d.eager_op_s.value * calls_s / launching.sum()
     host = np.where(k >= 1, op_s + np.maximum(k - 1, 0) * perf.eager_extra_kernel_s, perf.eager_no_kernel_op_s)
     host = np.where(a["internal"], k * perf.eager_extra_kernel_s, host)
     issue = np.cumsum(host)                    # when the host has launched op j
@@ -298,7 +300,8 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     t = device_times(a, perf, tf32_matmul)
     device = t.device
     device_total = float(device.sum())
-    latency, host_total = (eager_timeline(a, device, perf, workload.functional, workload.module_calls)
+    latency, host_total = (eager_timeline(a, device, perf, workload.functional, workload.module_calls,
+                                                  workload.python_calls)
                            if mode == "eager"
                            else (device_total, 0.0))
     by_bound = _time_by_bound(t, latency - device_total)
