@@ -222,7 +222,8 @@ def bandwidth_factors(a: dict, cls: np.ndarray, d: RooflineDefaults) -> np.ndarr
         factor = np.where(a["family"] == family, np.where(half, f16, f32), factor)
     depthwise = cls == CLASSES.index("depthwise")
     factor = np.where(depthwise, d.depthwise_bandwidth_factor, factor)
-    copy16, copy32 = d.kind_bandwidth_factor_by_width["copy"]   # channels-last: at the copy bandwidth
+    copy16, copy32 = d.kind_bandwidth_factor_by_width.get("copy", (d.kind_bandwidth_factor["copy"],) * 2)
+    # channels-last depthwise convolutions move their bytes as a copy does (RooflineDefaults)
     factor = np.where(depthwise & (a["family"] == CHANNELS_LAST_FAMILY), np.where(half, copy16, copy32), factor)
     strided = np.array([d.strided_kind_bandwidth_factor.get(k, d.kind_bandwidth_factor[k]
                                                             * d.strided_bandwidth_factor)
