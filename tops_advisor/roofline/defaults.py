@@ -201,11 +201,12 @@ class RooflineDefaults:
     # "channels_last"``): cuDNN's direct NHWC kernels (``conv2d_c1_k1_nhwc_specialized``) read each pixel's
     # channels contiguously, as a copy does, so they move their bytes at the copy bandwidth (the copy factor
     # of ``kind_bandwidth_factor_by_width``) where NCHW's reach 0.25 of it. H200 compiled traces
-    # (benchmarks/results/h200_compiled.json, kernel by kernel, minus the 3.0 us depthwise floor): the 17 3x3
-    # depthwise convolutions of MobileNetV2 b32 fp16 moved 2,366 GB/s (0.55 of the copy bandwidth), the 7 of
-    # EfficientNet-B0 2,369 GB/s (0.55); fp16 copies reach 0.57. Arithmetic: ConvNeXt-T b32 fp16's 18 7x7
-    # depthwise convolutions ran at 10.9 TFLOPS, 0.23 of the vector rate (0.22 under autocast; EfficientNet's
-    # 5x5 0.22), where NCHW reaches 0.17. 32-bit: none measured channels-last; NCHW's share is kept.
+    # (benchmarks/results/h200_compiled.json, matched kernel by kernel by benchmarks/compiled_conv_kernels.py,
+    # minus the 3.0 us depthwise floor): MobileNetV2 b32 fp16's 17 3x3 depthwise convolutions moved
+    # 2,366 GB/s (0.55 of the copy bandwidth), EfficientNet-B0's seven 2,369 GB/s (0.55); fp16 copies reach
+    # 0.57. Arithmetic: ConvNeXt-T b32 fp16's 18 7x7 depthwise convolutions ran at 10.9 TFLOPS, 0.23 of the
+    # vector rate (0.22 under autocast; EfficientNet's 5x5 0.22), where NCHW reaches 0.17. 32-bit: none
+    # measured channels-last; NCHW's share is kept.
     depthwise_channels_last_vector_factor: tuple = (0.23, 0.085)
     # Channels-last grouped convolutions: cuDNN's NHWC grouped kernels put several groups in one tile of this
     # many output channels (H200 trace of ResNeXt-50 32x4d b32 fp16, h200_compiled_run2.json: kernel names
