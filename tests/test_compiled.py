@@ -3,6 +3,7 @@ generated code of the same patterns in timm models on an H200 (benchmarks/result
 ResNet-50's conv -> [bn + relu] and [bn + bn + add + relu] kernels, MobileNetV2's [bn + hardtanh + mean]
 persistent reduction, ViT's [add + layer_norm] kernels around the extern GEMMs."""
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -208,3 +209,53 @@ def test_grouped_convolutions_stay_nchw():
     plain = nn.Sequential(nn.Conv2d(64, 128, 3), nn.ReLU(), nn.Conv2d(128, 128, 3))
     names = [op.name for op in _compiled(plain, torch.randn(2, 64, 16, 16)).ops]
     assert names.count("triton.weight_to_channels_last") == 2 and "triton.input_to_channels_last" in names
+
+
+class DenseDepthwiseGrouped(nn.Module):
+    """A dense 3x3 convolution (it makes inductor pick channels-last), a depthwise 3x3 and a grouped 3x3 with 4
+    channels per group, as in MobileNet and ResNeXt."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = nn.Conv2d(64, 256, 3, padding=1, bias=False)
+        self.dw = nn.Conv2d(256, 256, 3, padding=1, groups=256, bias=False)
+        self.grouped = nn.Conv2d(256, 256, 3, padding=1, groups=64, bias=False)
+
+    def forward(self, x):
+        return self.grouped(torch.relu(self.dw(torch.relu(self.dense(x)))))
+
+
+def _conv_predictions(lowering):
+    from tops_advisor.counting import count_module
+    hw = load_catalog().get("h200")
+    w = count_module(DenseDepthwiseGrouped(), torch.randn(8, 64, 28, 28), "fp16", lowering=lowering)
+    mode = "compiled" if lowering == INDUCTOR_CUDA else "graph"
+    p = predict(w, hw, mode=mode)
+    return {o.module: (o, op) for o, op in zip(w.ops, p.ops, strict=True) if o.kind == "conv"}
+
+
+def test_channels_last_depthwise_and_grouped_convolutions_get_their_nhwc_rates():
+    # H200 compiled traces (docs/compiled.md): cuDNN's NHWC depthwise kernels move their bytes at the copy
+    # bandwidth and reach 0.23 of the vector rate (NCHW: 0.25 of the bandwidth, 0.17); grouped NHWC kernels
+    # run 64-channel tiles of a block-diagonal weight
+    from tops_advisor.roofline import rates
+    from tops_advisor.roofline.defaults import DEFAULTS as d
+    from tops_advisor.roofline.device import device_perf
+    from tops_advisor.workload import CHANNELS_LAST_FAMILY
+    eager, compiled = _conv_predictions(PYTORCH_CUDA), _conv_predictions(INDUCTOR_CUDA)
+    assert all(o.family == "" for o, _ in eager.values())
+    assert {m for m, (o, _) in compiled.items() if o.family == CHANNELS_LAST_FAMILY} == {"dw", "grouped"}
+    (o_e, dw_e), (o_c, dw_c) = eager["dw"], compiled["dw"]
+    bandwidth = (o_c.bytes / dw_c.memory_s) / (o_e.bytes / dw_e.memory_s)
+    assert bandwidth == pytest.approx(d.kind_bandwidth_factor_by_width["copy"][0] / d.depthwise_bandwidth_factor)
+    arithmetic = (o_c.flops / dw_c.compute_s) / (o_e.flops / dw_e.compute_s)
+    assert arithmetic == pytest.approx(d.depthwise_channels_last_vector_factor[0] / d.depthwise_vector_factor[0])
+    # grouped, 4 channels per group: 16 groups per 64-channel tile, the layer's dense GEMM with K x 16, 1/16 kept
+    o, grouped = compiled["grouped"]
+    g = o.gemm
+    assert (g.batch, g.n) == (64, 4)
+    perf = device_perf(load_catalog().get("h200"))
+    dense = {"m": [g.m], "n": [g.n * g.batch], "k": [g.k * 16], "b": [1], "window": [1], "dtype": ["fp16"]}
+    dense_rate = rates.pointwise_conv_rate({k: np.array(v) for k, v in dense.items()}, perf, "fp16")[0]
+    assert o.flops / grouped.compute_s == pytest.approx(dense_rate / 16)
+    assert grouped.compute_s < eager["grouped"][1].compute_s

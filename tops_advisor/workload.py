@@ -23,6 +23,9 @@ OP_KINDS: tuple[str, ...] = (
     "copy",         # cat, contiguous copies, layout changes, upsampling by copy
     "other",
 )
+# OpRecord.family of a 2-D convolution that runs channels-last (NHWC: inductor's layout decision); its cuDNN
+# kernels differ from the NCHW ones eager PyTorch runs for the same grouped or depthwise convolution.
+CHANNELS_LAST_FAMILY = "channels_last"
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,8 @@ class OpRecord:
     internal: bool = False    # kernels launched inside another operator's call (a convolution's bias add):
                               # no host dispatch cost of its own in eager mode, only the extra launches
     family: str = ""          # a finer kind where kernels of one kind differ (norms: "batch_norm",
-                              # "layer_norm", "group_norm"); "" when the kind says enough
+                              # "layer_norm", "group_norm"; convolutions: CHANNELS_LAST_FAMILY); "" when
+                              # the kind says enough
 
     @property
     def bytes(self) -> float:

@@ -26,7 +26,8 @@ this pass reproduces:
    :func:`uses_channels_last` says its heuristic picks it): the model's input
    image and every convolution weight with a spatial window and more than one input channel per group are
    copied to channels-last on each forward (one pointwise kernel each; the weights are graph inputs, not
-   constants, without ``freezing``). A weight cast (autocast) does the copy in the same kernel.
+   constants, without ``freezing``). A weight cast (autocast) does the copy in the same kernel. Convolutions
+   that stay convolutions (grouped, depthwise, an unaligned stem) carry ``family="channels_last"``.
 4. **Views stay views.** The copy of a fused attention output's heads/sequence transpose is a view
    (inductor keeps SDPA's strides), as in eager (``lowering.lower_pytorch_cuda``, rewrite 3).
 5. **Padding for library kernels.** Compute-bound half-precision GEMMs with unaligned rows are padded
@@ -46,7 +47,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ..units import BYTES_PER_ELEMENT
-from ..workload import OpRecord
+from ..workload import CHANNELS_LAST_FAMILY, OpRecord
 
 EXTERN_KINDS = frozenset({"matmul", "conv", "attention"})
 _REDUCTION_KINDS = frozenset({"softmax", "reduction"})
@@ -189,7 +190,7 @@ def _nodes(ops: Iterable) -> list[_Node]:
         if facts is not None and facts.copies_attention_output and reads and flow.writes:
             rename[flow.writes[0].id] = reads[0].id   # a view of SDPA's output on a GPU
             continue
-        record, pads = _pad_mm(_as_gemm(record) if channels_last else record)
+        record, pads = _pad_mm(_channels_last(record) if channels_last else record)
         pads += _sdpa_padding(record, facts)
         nodes.extend(_Node(r, (), (), 0.0, "alone") for r in pads)
         # the record's parameter bytes: a gather (embedding) reads the rows it takes, not the whole table
@@ -239,6 +240,16 @@ def uses_channels_last(ops: list) -> bool:
         return False
     weighted = sum(c.flops * _CHANNELS_LAST_MULTIPLIER[_conv_class(c.gemm)] for c in convs)
     return weighted <= sum(c.flops for c in convs)
+
+
+def _channels_last(record: OpRecord) -> OpRecord:
+    """A 2-D convolution in a channels-last graph: a GEMM where :func:`_as_gemm` says so, else a cuDNN NHWC
+    convolution, marked ``family="channels_last"`` (grouped and depthwise ones run other kernels than in NCHW:
+    ``roofline.rates``)."""
+    record = _as_gemm(record)
+    if record.kind == "conv" and record.gemm is not None and record.gemm.spatial_dims == 2:
+        return replace(record, family=CHANNELS_LAST_FAMILY)
+    return record
 
 
 def _as_gemm(record: OpRecord) -> OpRecord:

@@ -221,6 +221,25 @@ class RooflineDefaults:
     depthwise_bandwidth_factor: float = 0.25
     depthwise_vector_factor: tuple = (0.17, 0.085)        # (16-bit, 32-bit) share of the vector rate
     depthwise_1d_vector_factor: tuple = (0.28, 0.075)
+    # Channels-last (NHWC) depthwise convolutions, as inductor runs them (``OpRecord.family ==
+    # "channels_last"``): cuDNN's direct NHWC kernels (``conv2d_c1_k1_nhwc_specialized``) read each pixel's
+    # channels contiguously, as a copy does, so they move their bytes at the copy bandwidth (the copy factor
+    # of ``kind_bandwidth_factor_by_width``) where NCHW's reach 0.25 of it. H200 compiled traces
+    # (benchmarks/results/h200_compiled.json, matched kernel by kernel by benchmarks/compiled_conv_kernels.py,
+    # minus the 3.0 us depthwise floor): MobileNetV2 b32 fp16's 17 3x3 depthwise convolutions moved
+    # 2,366 GB/s (0.55 of the copy bandwidth), EfficientNet-B0's seven 2,369 GB/s (0.55); fp16 copies reach
+    # 0.57. Arithmetic: ConvNeXt-T b32 fp16's 18 7x7 depthwise convolutions ran at 10.9 TFLOPS, 0.23 of the
+    # vector rate (0.22 under autocast; EfficientNet's 5x5 0.22), where NCHW reaches 0.17. 32-bit: none
+    # measured channels-last; NCHW's share is kept.
+    depthwise_channels_last_vector_factor: tuple = (0.23, 0.085)
+    # Channels-last grouped convolutions: cuDNN's NHWC grouped kernels put several groups in one tile of this
+    # many output channels (H200 trace of ResNeXt-50 32x4d b32 fp16, h200_compiled_run2.json: kernel names
+    # ``..._g16`` / ``_g8`` / ``_g4`` / ``_g2`` at 4 / 8 / 16 / 32 channels per group, 16 x 4 = 8 x 8 =
+    # 4 x 16 = 2 x 32 = 64). The tile multiplies a block-diagonal weight: it runs the dense GEMM of 64 channels
+    # and keeps channels-per-group / 64 of it (``rates.grouped_channels_last_rate``). Measured: 43.4, 26.8,
+    # 13.1, 10.2 us for the 0.92 GFLOP grouped 3x3 convolutions of the four stages, where NCHW's rate
+    # predicts 187, 71, 32 and 18 us.
+    grouped_channels_last_tile_channels: int = 64
 
     # --- memory-bound operators ---------------------------------------------------------------------------
     # Bandwidth efficiency relative to the attainable copy bandwidth: summed bytes over summed time of every

@@ -6,9 +6,11 @@ operators of that class): an operator's prediction never depends on the rest of 
 
     vector          elementwise, norms, softmax, pooling, copies: the vector rate (they are memory-bound)
     gemm            matmuls: the tensor-core peak x GEMM tile efficiency
-    conv            convolutions on tensor cores: the GEMM of their implicit GEMM x the convolution factor
+    conv            convolutions on tensor cores: the GEMM of their implicit GEMM x the convolution factor;
+                    grouped ones run channels-last (inductor) as packed 64-channel tiles (``grouped_channels_last_rate``)
     pointwise_conv  1x1 convolutions: plain GEMMs over the channels, the GEMM rate and floor
-    depthwise       few output channels per group: direct kernels on the vector units
+    depthwise       few output channels per group: direct kernels on the vector units (channels-last ones at
+                    the copy bandwidth)
     attention       fused attention: query blocks x heads in waves, head dims padded to a compiled tier; on
                     Hopper in 16 bits, tile by tile (``tiled_attention_rate``)
 """
@@ -20,7 +22,7 @@ import numpy as np
 from ..catalog import Hardware
 from ..errors import UnsupportedPrecisionError
 from ..units import BYTES_PER_ELEMENT
-from ..workload import OP_KINDS
+from ..workload import CHANNELS_LAST_FAMILY, OP_KINDS
 from .defaults import RooflineDefaults
 from .device import DevicePerf
 from .efficiency import attention_efficiency, gemm_efficiency
@@ -101,6 +103,9 @@ def conv_factor(hw: Hardware, precision: str, d: RooflineDefaults) -> float:
 def conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
     factor = conv_factor(perf.hardware, precision, perf.defaults)
     rate = _peak(perf, precision, "conv") * factor * _tile_efficiency(a, perf, "conv", precision, aligned=True)
+    grouped = (a["family"] == CHANNELS_LAST_FAMILY) & (a["b"] > 1)
+    if grouped.any():
+        rate = np.where(grouped, grouped_channels_last_rate(a, perf, precision), rate)
     d = perf.defaults
     thin = thin_input(a, precision, d)
     first_layer = thin & (a["window"] == 49) & (a["stride"] == 2) & (a["n"] == 64) & (a["k"] <= 4 * 49)
@@ -120,10 +125,23 @@ def thin_input(a: dict, precision: str, d: RooflineDefaults) -> np.ndarray:
 
 def thin_conv_rate(perf: DevicePerf) -> float:
     """The rate of a thin-input convolution: cuDNN's CUDA-core kernels, a share of the FP32 CUDA-core peak."""
+    d = perf.defaults
     fp32 = perf.hardware.dense_tops.get("fp32")
     if fp32 is None:
-        return perf.vector_ops_per_s * perf.defaults.thin_conv_fp32_factor.value / perf.defaults.vector_fraction.value
-    return fp32 * 1e12 * perf.defaults.thin_conv_fp32_factor.value
+        return perf.vector_ops_per_s / d.vector_fraction.value * d.thin_conv_fp32_factor.value
+    return fp32 * 1e12 * d.thin_conv_fp32_factor.value
+
+
+def grouped_channels_last_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
+    """A grouped convolution run channels-last (cuDNN's NHWC kernels, as inductor runs it): each tile holds
+    ``tile // (channels per group)`` groups (at most all of them), runs the dense implicit GEMM of their
+    channels (m x groups*n x k*packed, one GEMM for the layer) at the GEMM rate, and keeps 1/packed of it
+    (the block-diagonal weight's nonzero blocks). No NCHW conversions, so no convolution factor."""
+    tile = perf.defaults.grouped_channels_last_tile_channels
+    groups = np.maximum(a["b"], 1.0)
+    packed = np.clip(np.floor(tile / np.maximum(a["n"], 1.0)), 1.0, groups)
+    dense = {**a, "n": a["n"] * groups, "k": a["k"] * packed, "b": np.ones_like(groups)}
+    return _peak(perf, precision, "conv") * _tile_efficiency(dense, perf, "conv", precision, aligned=True) / packed
 
 
 def pointwise_conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
@@ -133,10 +151,12 @@ def pointwise_conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray
 
 
 def depthwise_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
-    """Direct depthwise kernels are slow per operation: a share of the vector rate (2-D and 1-D kernels)."""
+    """Direct depthwise kernels are slow per operation: a share of the vector rate (2-D and 1-D kernels; NHWC
+    2-D kernels, channels-last, a larger share)."""
     d = perf.defaults
     wide = 1 if precision == "fp32" else 0
     factor = np.where(a["spatial"] == 1, d.depthwise_1d_vector_factor[wide], d.depthwise_vector_factor[wide])
+    factor = np.where(a["family"] == CHANNELS_LAST_FAMILY, d.depthwise_channels_last_vector_factor[wide], factor)
     return perf.vector_ops_per_s * factor
 
 
@@ -223,7 +243,11 @@ def bandwidth_factors(a: dict, cls: np.ndarray, d: RooflineDefaults) -> np.ndarr
         factor = np.where(kinds == _KIND[kind], np.where(half, f16, f32), factor)
     for family, (f16, f32) in d.norm_bandwidth_factor.items():
         factor = np.where(a["family"] == family, np.where(half, f16, f32), factor)
-    factor = np.where(cls == CLASSES.index("depthwise"), d.depthwise_bandwidth_factor, factor)
+    depthwise = cls == CLASSES.index("depthwise")
+    factor = np.where(depthwise, d.depthwise_bandwidth_factor, factor)
+    copy16, copy32 = d.kind_bandwidth_factor_by_width.get("copy", (d.kind_bandwidth_factor["copy"],) * 2)
+    # channels-last depthwise convolutions move their bytes as a copy does (RooflineDefaults)
+    factor = np.where(depthwise & (a["family"] == CHANNELS_LAST_FAMILY), np.where(half, copy16, copy32), factor)
     strided = np.array([d.strided_kind_bandwidth_factor.get(k, d.kind_bandwidth_factor[k]
                                                             * d.strided_bandwidth_factor)
                         for k in OP_KINDS])[kinds]
