@@ -109,7 +109,7 @@ def conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
     d = perf.defaults
     thin = thin_input(a, precision, d)
     first_layer = thin & (a["window"] == 49) & (a["stride"] == 2) & (a["n"] == 64) & (a["k"] <= 4 * 49)
-    rate = np.where(thin, thin_conv_rate(perf), rate)
+    rate = np.where(thin, thin_conv_rate(a, perf), rate)
     datasheet = perf.hardware.dense_tops.get(precision, 0.0) * 1e12
     return np.where(first_layer & (datasheet > 0), datasheet * d.first_layer_conv_factor.value, rate)
 
@@ -123,13 +123,13 @@ def thin_input(a: dict, precision: str, d: RooflineDefaults) -> np.ndarray:
     return (a["b"] <= 1) & (a["window"] > 1) & (channels < d.thin_conv_channels)
 
 
-def thin_conv_rate(perf: DevicePerf) -> float:
-    """The rate of a thin-input convolution: cuDNN's CUDA-core kernels, a share of the FP32 CUDA-core peak."""
+def thin_conv_rate(a: dict, perf: DevicePerf) -> np.ndarray:
+    """The rate of a thin-input convolution: cuDNN's CUDA-core kernels, a share of the FP32 CUDA-core peak that
+    grows with the multiply-adds per output element (``k``) over a fixed cost per element."""
     d = perf.defaults
     fp32 = perf.hardware.dense_tops.get("fp32")
-    if fp32 is None:
-        return perf.vector_ops_per_s / d.vector_fraction.value * d.thin_conv_fp32_factor.value
-    return fp32 * 1e12 * d.thin_conv_fp32_factor.value
+    peak = fp32 * 1e12 if fp32 is not None else perf.vector_ops_per_s / d.vector_fraction.value
+    return peak * d.thin_conv_fp32_factor.value * a["k"] / (a["k"] + d.thin_conv_k0.value)
 
 
 def grouped_channels_last_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
