@@ -48,3 +48,10 @@ def test_python_calls_cost_eager_host_time():
     extra = predict(more, hw, mode="eager").latency_s - predict(base, hw, mode="eager").latency_s
     assert extra == pytest.approx(100 * DEFAULTS.eager_python_call_s.value, rel=1e-6)
     assert predict(more, hw, mode="graph").latency_s == predict(base, hw, mode="graph").latency_s
+
+
+def test_module_calls_that_run_no_operator_are_counted_apart():
+    """nn.Identity and eval-mode Dropout run no operator: their calls cost the call machinery alone."""
+    model = nn.Sequential(nn.Linear(8, 8), nn.Identity(), nn.Dropout(0.1), nn.Identity()).eval()
+    w = count_module(model.to("meta"), torch.empty(2, 8, device="meta"), "fp16")
+    assert (w.module_calls, w.empty_module_calls) == (5, 3)   # the Sequential, the Linear and three empty ones

@@ -97,6 +97,7 @@ class Workload:
     assumptions: tuple[str, ...] = ()  # what counting assumed about values it could not see (host_reads)
     module_calls: int = 0             # nn.Module forward calls in one pass, the root included (0: not counted)
     python_calls: int = 0             # other Python function calls in one pass (counting/pycalls.py)
+    empty_module_calls: int = 0       # module calls that ran no operator (Identity, Dropout in eval)
     functional: bool = False          # issued from plain functions (an LLM built analytically), not from
                                       # nn.Module calls: less host time per operator in eager mode
     lowering: str = ""                # how counted operators became kernels ("pytorch-cuda": eager PyTorch on
@@ -132,6 +133,6 @@ class Workload:
             "kernels": self.kernels, "intensity": self.intensity if self.bytes else None,
             "unsupported_ops": dict(self.unsupported_ops), "notes": list(self.notes),
             "assumptions": list(self.assumptions), "module_calls": self.module_calls,
-            "python_calls": self.python_calls, "lowering": self.lowering,
+            "python_calls": self.python_calls, "empty_module_calls": self.empty_module_calls, "lowering": self.lowering,
             "ops": ops,
         }

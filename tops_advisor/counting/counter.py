@@ -155,6 +155,8 @@ class _State:
         self.unsupported: Counter[str] = Counter()
         self.stack: list[str] = []
         self.module_calls = 0                        # nn.Module forward calls (host work in eager mode)
+        self.empty_module_calls = 0                  # ... of which ran no operator (Identity, eval Dropout)
+        self.records_at_entry: list[int] = []
         self.python = PythonCalls()                  # other Python calls (host work in eager mode)
         self.suppress = 0
         self._keep = list(param_tensors)          # keeps ids stable while counting
@@ -430,9 +432,12 @@ def _path_hooks(module: torch.nn.Module, state: _State) -> list:
 
     def leave(*_args) -> None:  # returns None: a forward hook's return value would replace the output
         state.stack.pop()
+        if len(state.records) == state.records_at_entry.pop():
+            state.empty_module_calls += 1
 
     def enter(path: str) -> None:
         state.stack.append(path)
+        state.records_at_entry.append(len(state.records))
         state.module_calls += 1
 
     hooks = []
@@ -528,7 +533,7 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
         param_bytes=float(sum(p.numel() * state.itemsize(p) for p in params)), input_bytes=input_bytes,
         activation_peak_bytes=float(state.peak_bytes), unsupported_ops=unsupported, source=source,
         lowering=lowering, assumptions=tuple(state.host.assumptions), module_calls=state.module_calls,
-        python_calls=state.python.calls)
+        python_calls=state.python.calls, empty_module_calls=state.empty_module_calls)
 
 
 def _count_source(source: ModelSource, batch: int, dtype: str, strict: bool, label: str, meta: bool,

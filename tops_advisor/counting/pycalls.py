@@ -2,22 +2,23 @@
 
 Library models run Python that is neither an ATen operator nor an ``nn.Module`` call: attention-mask helpers,
 output dataclasses, decorators that record outputs, config lookups. Each such call costs host time in eager
-mode. While the counter runs the forward on fake or meta tensors, a profile hook counts every Python function
-entered, except:
+mode. While the counter runs the forward on fake or meta tensors, a profile hook counts the Python calls that
+the model's own code (the library's or the model file's) makes directly, except:
 
 - calls made while an operator is being dispatched (meta kernels, fake-tensor and decomposition code that a
   CUDA run never executes): ``depth`` is raised by the counter's dispatch mode;
-- functions defined in torch itself, or called from torch or the counter (a module's ``forward``, which
-  ``nn.Module.__call__`` calls, is costed as the module call; the counter's bookkeeping is not the model's);
-- functions defined in torch itself (its functional wrappers and Tensor methods are costed per operator,
-  ``nn.Module.__call__`` per module call, ``Workload.module_calls``; and with the counter's torch-function
-  mode active, torch enters each Python wrapper twice), and the counter's own code.
+- calls into torch (its functional wrappers and Tensor methods are costed per operator, ``nn.Module.__call__``
+  per module call, ``Workload.module_calls``) and the counter's own code;
+- calls made by torch, the standard library or the counter (a module's ``forward``, called by
+  ``nn.Module.__call__``, is the module call; a ``copy.deepcopy`` counts once, not once per object it copies);
+- generator resumptions (a generator expression is one call, not one per item), and first-use imports.
 
 Python 3.12 inlines comprehensions (PEP 709), 3.11 counts them as calls: counts differ by a few percent.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import weakref
@@ -29,6 +30,7 @@ import torch
 # uses) is costed per operator and per module call; the counter's own code is not the model's.
 # Also never the model's: first-use imports, and weak-reference finalizers the counter's fake tensors fire.
 _IMPORT = "<frozen importlib"
+_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 _STDLIB = (str(Path(os.__file__).parent), "<")
 _SKIP = (str(Path(torch.__file__).parent), str(Path(__file__).resolve().parents[1]), weakref.__file__)
 
@@ -49,7 +51,10 @@ class PythonCalls:
             return
         if event != "call" or self.depth or self.importing or name.startswith(_SKIP):
             return
-        if not _owner(frame).startswith(_SKIP):
+        if frame.f_code.co_flags & _RESUMABLE:  # a generator is "called" again at every item it yields
+            return
+        caller = frame.f_back
+        if caller is not None and not caller.f_code.co_filename.startswith(_SKIP + _STDLIB):
             self.calls += 1
 
 
@@ -60,13 +65,3 @@ class PythonCalls:
 
     def __exit__(self, *exc) -> None:
         sys.setprofile(self._previous)
-
-
-
-def _owner(frame) -> str:
-    """The file of the nearest caller outside the standard library (generated code, '<string>', included):
-    whose code asked for this call."""
-    caller = frame.f_back
-    while caller is not None and caller.f_code.co_filename.startswith(_STDLIB):
-        caller = caller.f_back
-    return caller.f_code.co_filename if caller is not None else ""

@@ -233,11 +233,11 @@ def device_times(a: dict, perf: DevicePerf, tf32_matmul: bool = False) -> _Devic
 
 
 def eager_timeline(a: dict, device: np.ndarray, perf: DevicePerf, functional: bool,
-                   module_calls: int = 0, python_calls: int = 0) -> tuple[float, float]:
+                   calls: tuple[int, int, int] = (0, 0, 0)) -> tuple[float, float]:
     """Eager PyTorch: the host launches operator after operator while the device runs behind it; the forward
-    ends when the last kernel does. Host time per operator, plus per nn.Module call (``module_calls``) and per
-    other Python call (``python_calls``), both spread over the operators that launch. Returns (latency, host
-    time)."""
+    ends when the last kernel does. Host time per operator, plus per nn.Module call and per other Python call
+    (``calls``: module calls, those of them that run no operator, Python calls), spread over the operators
+    that launch. Returns (latency, host time)."""
     if not device.size:
         return 0.0, 0.0
     k = a["kernels"]
@@ -247,7 +247,9 @@ def eager_timeline(a: dict, device: np.ndarray, perf: DevicePerf, functional: bo
         op_s *= d.eager_functional_op_s.value / d.eager_op_s.value
     launching = (k >= 1) & ~a["internal"]
     if launching.any():  # the calibration scales module and Python calls as it scales operators
-        calls_s = module_calls * d.eager_module_call_s.value + python_calls * d.eager_python_call_s.value
+        modules, empty, python = calls
+        calls_s = ((modules - empty) * d.eager_module_call_s.value + empty * d.eager_empty_module_call_s.value
+                   + python * d.eager_python_call_s.value)
         op_s += perf.eager_op_s / d.eager_op_s.value * calls_s / launching.sum()
     host = np.where(k >= 1, op_s + np.maximum(k - 1, 0) * perf.eager_extra_kernel_s, perf.eager_no_kernel_op_s)
     host = np.where(a["internal"], k * perf.eager_extra_kernel_s, host)
@@ -255,6 +257,10 @@ def eager_timeline(a: dict, device: np.ndarray, perf: DevicePerf, functional: bo
     suffix = np.cumsum(device[::-1])[::-1]     # device work from op j to the end
     host_total = float(issue[-1])
     return max(float((issue + suffix).max()), host_total), host_total
+
+
+def _calls(w: Workload) -> tuple[int, int, int]:
+    return w.module_calls, w.empty_module_calls, w.python_calls
 
 
 def _time_by_bound(t: _DeviceTimes, host_wait_s: float) -> dict[str, float]:
@@ -300,8 +306,7 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     t = device_times(a, perf, tf32_matmul)
     device = t.device
     device_total = float(device.sum())
-    latency, host_total = (eager_timeline(a, device, perf, workload.functional, workload.module_calls,
-                                                  workload.python_calls)
+    latency, host_total = (eager_timeline(a, device, perf, workload.functional, _calls(workload))
                            if mode == "eager"
                            else (device_total, 0.0))
     by_bound = _time_by_bound(t, latency - device_total)
