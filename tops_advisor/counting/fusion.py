@@ -46,7 +46,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ..units import BYTES_PER_ELEMENT
-from ..workload import OpRecord
+from ..workload import OpRecord, Workload
 
 EXTERN_KINDS = frozenset({"matmul", "conv", "attention"})
 _REDUCTION_KINDS = frozenset({"softmax", "reduction"})
@@ -239,6 +239,13 @@ def uses_channels_last(ops: list) -> bool:
         return False
     weighted = sum(c.flops * _CHANNELS_LAST_MULTIPLIER[_conv_class(c.gemm)] for c in convs)
     return weighted <= sum(c.flops for c in convs)
+
+
+def channels_last_convs(w: Workload) -> Workload:
+    """An eager workload run channels-last (``model.to(memory_format=torch.channels_last)``): cuDNN runs its
+    ungrouped 2-D convolutions as NHWC implicit GEMMs without the layout conversions, as under inductor
+    (``_as_gemm``); every other operator moves the same bytes in either layout."""
+    return replace(w, ops=tuple(_as_gemm(o) for o in w.ops))
 
 
 def _as_gemm(record: OpRecord) -> OpRecord:

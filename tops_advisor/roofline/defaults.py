@@ -131,6 +131,22 @@ class RooflineDefaults:
         fp16=Default(989.5 / 4.8, "H200 SXM datasheet: 989.5 TFLOPS dense fp16 / 4.8 TB/s (flop per byte)"),
         tf32=Default(494.5 / 4.8, "H200 SXM datasheet: 494.5 TFLOPS dense tf32 / 4.8 TB/s (flop per byte)"))
     conv_intensity_scaling: bool = True
+    # cuDNN's Winograd algorithms for 3x3, stride-1, ungrouped 2-D convolutions in plain FP32 (SIMT: cards
+    # without TF32, Volta and Turing and older, where PyTorch's fp32 convolutions do not use tensor cores).
+    # F(2x2, 3x3) computes a 2x2 output tile with 16 multiplies instead of 36, 2.25x fewer (Lavin & Gray,
+    # "Fast Algorithms for Convolutional Neural Networks", CVPR 2016, arXiv:1509.09308), and cuDNN's fused
+    # FP32 Winograd kernels run that batched product at SGEMM-like speed: PyTorch issue #13412 and
+    # ryujaehun/pytorch-gpu-benchmark issue #8 show volta/maxwell_scudnn_winograd_128x128 kernels carrying
+    # FP32 ResNet work on V100/P100; under cudnn.benchmark (DeepLearningExamples' main.py sets it) cuDNN
+    # times every algorithm and keeps the fastest. Measured: xuqiantong/CUDA-Winograd README, ResNet 3x3
+    # layers in cuDNN, GEMM + BN + ReLU 214 us vs Winograd + BN + ReLU 95 us (2.25x) at 128 channels, 384 vs
+    # 155 us (2.48x) at 256 (the BN and ReLU time is in both, so the convolutions alone gain at least this).
+    # The speed-up applies to the convolution's time at the implicit-GEMM rate. Tensor-core paths (fp16,
+    # TF32) keep implicit GEMM: their GEMM rate is 8-16x the SIMT rate, so the Winograd transforms' memory
+    # passes do not pay (the H200 primitives' fp16 and TF32 3x3 convolutions run implicit GEMM kernels).
+    winograd_speedup: Default = Default(2.25, "F(2x2,3x3) multiply count (Lavin & Gray 2016); cuDNN "
+                                              "Winograd over its GEMM on ResNet 3x3 layers 2.25-2.48x "
+                                              "(xuqiantong/CUDA-Winograd README)")
     attention_factor: Default = Default(0.70, "FlashAttention-2 forward reaches ~50-70% of dense peak (Dao "
                                               "2023, Fig. 4-5); H200 primitives: SDPA fp16 171-475 TFLOPS")
     # Fused attention: query blocks x heads run in waves (FlashAttention-2: 128-row blocks; PyTorch's fp32

@@ -98,9 +98,21 @@ def conv_factor(hw: Hardware, precision: str, d: RooflineDefaults) -> float:
     return f_ref * (1.0 + c * (i32 if wide else i16)) / (1.0 + c * intensity)
 
 
+def winograd_speedup(a: dict, hw: Hardware, precision: str, d: RooflineDefaults) -> np.ndarray:
+    """Per convolution: how much faster cuDNN's Winograd runs it than implicit GEMM (1 where it does not
+    apply). Only plain FP32 (SIMT) convolutions on NVIDIA cards with a 3x3 window, stride 1, dilation 1 and
+    no groups: ``RooflineDefaults.winograd_speedup``."""
+    if precision != "fp32" or hw.vendor != "NVIDIA":
+        return np.ones(a["window"].shape[0])
+    eligible = (a["window"] == 9) & (a["spatial"] == 2) & (a["b"] <= 1) & a["unit_stride"]
+    return np.where(eligible, d.winograd_speedup.value, 1.0)
+
+
 def conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
     factor = conv_factor(perf.hardware, precision, perf.defaults)
-    return _peak(perf, precision, "conv") * factor * _tile_efficiency(a, perf, "conv", precision, aligned=True)
+    winograd = winograd_speedup(a, perf.hardware, precision, perf.defaults)
+    return (_peak(perf, precision, "conv") * factor * winograd
+            * _tile_efficiency(a, perf, "conv", precision, aligned=True))
 
 
 def pointwise_conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
