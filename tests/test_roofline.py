@@ -210,6 +210,29 @@ def test_tf32_convolutions_take_their_own_factor():
     assert tf32 / fp16 == pytest.approx(4.0)
 
 
+def test_winograd_speeds_up_only_plain_fp32_3x3_stride_1_convolutions():
+    # a card without TF32: fp32 convolutions run on the SIMT units, where cuDNN's Winograd pays (x 2 here)
+    hw = make_hardware(dense_tops={"fp32": 10, "fp16": 100})
+    perf = device_perf(hw, defaults=replace(ROUND, winograd_speedup=Default(2.0, "test")))
+    shape = GemmShape(4096, 256, 2304, 1, window=9, spatial_dims=2)
+
+    def compute_s(dtype="fp32", on=hw, p=perf, **over):
+        w = one_op(1e12, 1e3, kind="conv", dtype=dtype, gemm=replace(shape, **over))
+        return predict(w, on, perf=p).ops[0].compute_s
+
+    base = compute_s(unit_stride=False)
+    assert compute_s() == pytest.approx(base / 2.0)
+    assert compute_s(window=25) == pytest.approx(base)                     # 5x5: no Winograd
+    assert compute_s(batch=4) == pytest.approx(compute_s(batch=4, unit_stride=False))   # grouped
+    assert compute_s("fp16") == pytest.approx(compute_s("fp16", unit_stride=False))   # tensor cores
+    amd = make_hardware(vendor="AMD", dense_tops={"fp32": 10, "fp16": 100})
+    amd_perf = device_perf(amd, defaults=replace(ROUND, winograd_speedup=Default(2.0, "test")))
+    assert compute_s(on=amd, p=amd_perf) == pytest.approx(compute_s(on=amd, p=amd_perf, unit_stride=False))
+    # with TF32 (HW) the fp32 convolution runs in TF32 on tensor cores: unchanged
+    tf32 = device_perf(HW, defaults=replace(ROUND, winograd_speedup=Default(2.0, "test")))
+    assert compute_s(on=HW, p=tf32) == pytest.approx(compute_s(on=HW, p=tf32, unit_stride=False))
+
+
 def test_missing_precision_names_what_the_device_has():
     with pytest.raises(UnsupportedPrecisionError, match="toy-gpu has no fp8.*fp32, tf32, fp16, bf16, int8"):
         run(one_op(1e12, 1e6, dtype="fp8"))
