@@ -40,7 +40,11 @@ class RooflineDefaults:
     # Per architecture, where the same MAMF table has that architecture (checked before the vendor's figure).
     matmul_fraction_by_architecture: dict = _d(
         Ampere=Default(0.84, "ml-engineering MAMF table: A100 SXM 86.9%, A100 PCIe 81.1% of dense BF16 peak "
-                             "(mean 84%)"))
+                             "(mean 84%)"),
+        Volta=Default(0.90, "NVIDIA developer forum, 'Understanding IPC and issue slot utilization when using "
+                            "Tensor Cores' (forums.developer.nvidia.com/t/79781): cuBLAS FP16 GEMM "
+                            "8192x8192x8192 on a V100 PCIe ~101 of 112 TFLOPS at 1.38 GHz (~90%); one "
+                            "measurement, applied to every precision of the architecture as Ampere's is"))
     # Fraction of datasheet DRAM bandwidth that a large copy reaches, by (architecture, memory type): the first
     # rule whose architecture (None: any) and memory-type prefix match the card wins; else the family below.
     # The memory controller sets it, so it is per generation, not per card.
