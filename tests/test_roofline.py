@@ -375,12 +375,15 @@ def test_shipped_defaults_are_one_frozen_object():
 def test_conv_factor_follows_operations_per_byte_through_two_reference_points():
     # references: 0.4 at 200 flop/B (16-bit), 0.6 at 100 flop/B (32-bit) -> c = (0.6 - 0.4) / (0.4 x 200 -
     # 0.6 x 100) = 0.01 B/flop and A = 0.4 x (1 + 2) = 1.2; a card at 50 flop/B (50 TOPS fp16 over 1000 GB/s)
-    # gets 1.2 / 1.5 = 0.8, its 32-bit SIMT path (10 TOPS fp32: 10 flop/B) 1.2 / 1.1
+    # gets 1.2 / 1.5 = 0.8, its TF32 path (25 TOPS: 25 flop/B) 1.2 / 1.25; plain FP32 (SIMT) convolutions
+    # take their own factor, whatever the intensity
     d = replace(DEFAULTS, conv_factor=Default(0.4, "test"), conv_tf32_factor=Default(0.6, "test"),
-                conv_reference_intensity={"fp16": Default(200.0, "test"), "tf32": Default(100.0, "test")})
-    hw = make_hardware(dense_tops={"fp32": 10, "fp16": 50})
+                conv_reference_intensity={"fp16": Default(200.0, "test"), "tf32": Default(100.0, "test")},
+                conv_simt_factor=Default(0.9, "test"))
+    hw = make_hardware(dense_tops={"fp32": 10, "tf32": 25, "fp16": 50})
     assert conv_factor(hw, "fp16", d) == pytest.approx(0.8)
-    assert conv_factor(hw, "fp32", d) == pytest.approx(1.2 / 1.1)
+    assert conv_factor(hw, "tf32", d) == pytest.approx(1.2 / 1.25)
+    assert conv_factor(hw, "fp32", d) == pytest.approx(0.9)
     assert conv_factor(hw, "fp16", replace(d, conv_intensity_scaling=False)) == pytest.approx(0.4)
 
 

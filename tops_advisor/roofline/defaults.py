@@ -135,6 +135,16 @@ class RooflineDefaults:
         fp16=Default(989.5 / 4.8, "H200 SXM datasheet: 989.5 TFLOPS dense fp16 / 4.8 TB/s (flop per byte)"),
         tf32=Default(494.5 / 4.8, "H200 SXM datasheet: 494.5 TFLOPS dense tf32 / 4.8 TB/s (flop per byte)"))
     conv_intensity_scaling: bool = True
+    # Plain FP32 convolutions on cards without TF32 (Volta, Turing) run cuDNN's SIMT implicit-GEMM kernels in
+    # NCHW (volta/maxwell_scudnn_128x128_*, implicit_convolve_sgemm in the nvprof traces of PyTorch issue
+    # #13412): no NCHW<->NHWC conversions, which the tensor-core paths pay (PyTorch issue #81940, A100 TF32:
+    # nchwToNhwc 16.6% and nhwcToNchw 15.7% of the time beside the implicit GEMM's 58.8%). Their share of the
+    # GEMM rate is that of a GEMM: xuqiantong/CUDA-Winograd README, cuDNN GEMM + BN + ReLU, ResNet layers at
+    # one stage: the 3x3 128->128 convolution (2.25x the multiply-adds of the 1x1 512->128 one) takes 214 us
+    # against 119 us, 1.8x: at least the GEMM's rate per operation.
+    conv_simt_factor: Default = Default(1.0, "cuDNN SIMT FP32 convolutions run in NCHW without layout "
+                                             "conversions (PyTorch #13412 traces); 3x3 vs 1x1 cuDNN GEMM "
+                                             "time 1.8x for 2.25x the work (xuqiantong/CUDA-Winograd)")
     # cuDNN's Winograd algorithms for 3x3, stride-1, ungrouped 2-D convolutions in plain FP32 (SIMT: cards
     # without TF32, Volta and Turing and older, where PyTorch's fp32 convolutions do not use tensor cores).
     # F(2x2, 3x3) computes a 2x2 output tile with 16 multiplies instead of 36, 2.25x fewer (Lavin & Gray,

@@ -82,8 +82,11 @@ def gemm_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
 def conv_factor(hw: Hardware, precision: str, d: RooflineDefaults) -> float:
     """Share of the GEMM rate a convolution reaches on this card: A / (1 + c x intensity), A and c fixed by the
     two H200 measurements (``RooflineDefaults.conv_reference_intensity``); intensity = datasheet peak of the
-    precision / datasheet bandwidth. 32-bit convolutions (TF32, SIMT FP32) start from the TF32 point."""
-    wide = precision in ("tf32", *SIMT_PRECISIONS)
+    precision / datasheet bandwidth. TF32 convolutions start from the TF32 point. Plain FP32 (SIMT)
+    convolutions take ``conv_simt_factor``: cuDNN's SIMT kernels run in NCHW with no layout conversions."""
+    if precision in SIMT_PRECISIONS:
+        return d.conv_simt_factor.value
+    wide = precision == "tf32"
     f_ref = d.conv_tf32_factor.value if wide else d.conv_factor.value
     peak = hw.dense_tops.get(precision)
     if not d.conv_intensity_scaling or peak is None:
