@@ -462,3 +462,13 @@ def test_nchw_bilinear_upsampling_loops_over_batch_and_channels():
     last = torch.empty(4, 8, 10, 10, device="meta").to(memory_format=torch.channels_last)
     nhwc = count_module(Up(), (last,), "fp16")
     assert nhwc.ops[0].family == "" and predict(nhwc, HW, perf=perf).device_time_s < loop_s
+
+
+def test_matmul_fraction_per_architecture_and_precision_comes_first():
+    # Toy architecture: fp16 at 0.25 of its 100 TOPS, the others at the vendor's 0.5
+    d = replace(ROUND, matmul_fraction_by_architecture_precision={("Toy", "fp16"): Default(0.25, "test")})
+    perf = device_perf(HW, defaults=d)
+    assert perf.matrix_ops_per_s["fp16"] == pytest.approx(25e12)
+    assert perf.matrix_ops_per_s["fp32"] == pytest.approx(5e12)
+    other = device_perf(make_hardware(architecture="Other"), defaults=d)
+    assert other.matrix_ops_per_s["fp16"] == pytest.approx(50e12)

@@ -40,11 +40,18 @@ class RooflineDefaults:
     # Per architecture, where the same MAMF table has that architecture (checked before the vendor's figure).
     matmul_fraction_by_architecture: dict = _d(
         Ampere=Default(0.84, "ml-engineering MAMF table: A100 SXM 86.9%, A100 PCIe 81.1% of dense BF16 peak "
-                             "(mean 84%)"),
-        Volta=Default(0.90, "NVIDIA developer forum, 'Understanding IPC and issue slot utilization when using "
-                            "Tensor Cores' (forums.developer.nvidia.com/t/79781): cuBLAS FP16 GEMM "
-                            "8192x8192x8192 on a V100 PCIe ~101 of 112 TFLOPS at 1.38 GHz (~90%); one "
-                            "measurement, applied to every precision of the architecture as Ampere's is"))
+                             "(mean 84%)"))
+    # Per (architecture, precision), where a measurement of that architecture's best torch.matmul exists
+    # (checked first). Volta has one card in the catalog (V100 SXM2), so these are that card's: the
+    # torch-performance-test-data table (github.com/zzc0721/torch-performance-test-data, issue #140: Tesla
+    # V100-SXM2-16GB, PyTorch 2.7.0+cu128, best of square matmuls 1024-10240) gives FP32 14.51 of 15.7 TFLOPS
+    # (92%; SIMT SGEMM) and FP16 97.36 of 125 (78%). A V100 PCIe reaches ~101 TFLOPS FP16 in cuBLAS
+    # (forums.developer.nvidia.com/t/79781): the same ~100 TFLOPS, so the SXM2's 125 is not reached.
+    matmul_fraction_by_architecture_precision: dict = field(default_factory=lambda: {
+        ("Volta", "fp32"): Default(0.92, "torch-performance-test-data #140: V100-SXM2 FP32 matmul 14.51 of "
+                                         "15.7 TFLOPS"),
+        ("Volta", "fp16"): Default(0.78, "torch-performance-test-data #140: V100-SXM2 FP16 matmul 97.36 of "
+                                         "125 TFLOPS")})
     # Fraction of datasheet DRAM bandwidth that a large copy reaches, by (architecture, memory type): the first
     # rule whose architecture (None: any) and memory-type prefix match the card wins; else the family below.
     # The memory controller sets it, so it is per generation, not per card.
