@@ -140,7 +140,7 @@ def mode_and_flag(run: str) -> tuple[str, str]:
     if run in ("cuda-graph", "kernel"):
         return "graph", ""
     if run == "amp":
-        return "eager", "mode not modelled (autocast)"
+        return "eager", ""   # predicted as --dtype amp (counting/amp.py), eager
     return "graph", f"mode not modelled ({run})"
 
 
