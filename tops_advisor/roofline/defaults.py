@@ -158,8 +158,9 @@ class RooflineDefaults:
     # "Fast Algorithms for Convolutional Neural Networks", CVPR 2016, arXiv:1509.09308), and cuDNN's fused
     # FP32 Winograd kernels run that batched product at SGEMM-like speed: PyTorch issue #13412 and
     # ryujaehun/pytorch-gpu-benchmark issue #8 show volta/maxwell_scudnn_winograd_128x128 kernels carrying
-    # FP32 ResNet work on V100/P100; under cudnn.benchmark (DeepLearningExamples' main.py sets it) cuDNN
-    # times every algorithm and keeps the fastest. Measured: xuqiantong/CUDA-Winograd README, ResNet 3x3
+    # FP32 ResNet work on V100/P100 (#13412's P100 trace is without benchmark mode: cuDNN's heuristics pick
+    # it too); under cudnn.benchmark (DeepLearningExamples' main.py sets it) cuDNN times every algorithm and
+    # keeps the fastest. Measured: xuqiantong/CUDA-Winograd README, ResNet 3x3
     # layers in cuDNN, GEMM + BN + ReLU 214 us vs Winograd + BN + ReLU 95 us (2.25x) at 128 channels, 384 vs
     # 155 us (2.48x) at 256 (the BN and ReLU time is in both, so the convolutions alone gain at least this).
     # The speed-up applies to the convolution's time at the implicit-GEMM rate. Tensor-core paths (fp16,
