@@ -162,7 +162,8 @@ class RooflineDefaults:
     # it too); under cudnn.benchmark (DeepLearningExamples' main.py sets it) cuDNN times every algorithm and
     # keeps the fastest. Measured: xuqiantong/CUDA-Winograd README, ResNet 3x3
     # layers in cuDNN, GEMM + BN + ReLU 214 us vs Winograd + BN + ReLU 95 us (2.25x) at 128 channels, 384 vs
-    # 155 us (2.48x) at 256 (the BN and ReLU time is in both, so the convolutions alone gain at least this).
+    # 155 us (2.48x) at 256 (the BN and ReLU time is in both, so the convolutions alone gain at least this;
+    # the README as read does not name its GPU or batch).
     # The speed-up applies to the convolution's time at the implicit-GEMM rate. Tensor-core paths (fp16,
     # TF32) keep implicit GEMM: their GEMM rate is 8-16x the SIMT rate, so the Winograd transforms' memory
     # passes do not pay (the H200 primitives' fp16 and TF32 3x3 convolutions run implicit GEMM kernels).
