@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 
 HARDWARE = "h200-sxm"
+MODES = ("graph", "eager", "compiled")
+KEYS = tuple(f"{mode}_{label}" for mode in MODES for label in ("datasheet", "calibrated"))
 LAUNCH_GRID_US = [round(4.0 + 0.25 * i, 2) for i in range(53)]  # 4 .. 17 us
 
 
@@ -34,7 +36,7 @@ def _perfs(hw):
     return device_perf(hw), device_perf(hw, cal, source), grid
 
 
-def predict_cases(models: list[str], batches: list[int], dtype: str) -> dict:
+def predict_cases(models: list[str], batches: list[int], dtype: str, compiled: bool = False) -> dict:
     from tops_advisor.api import ModelCosts, load_catalog, predict
 
     hw = load_catalog().get(HARDWARE)
@@ -51,6 +53,10 @@ def predict_cases(models: list[str], batches: list[int], dtype: str) -> dict:
                     row[f"{mode}_{label}_s"] = predict(w, hw, mode=mode, perf=perf).latency_s
             row["eager_by_launch_us"] = {str(us): predict(w, hw, mode="eager", perf=p).latency_s
                                          for us, p in grid.items()}
+            if compiled:
+                wc = costs.at(batch, dtype, mode="compiled")
+                for label, perf in (("datasheet", plain), ("calibrated", calibrated)):
+                    row[f"compiled_{label}_s"] = predict(wc, hw, mode="compiled", perf=perf).latency_s
             rows.append(row)
     return {"hardware": HARDWARE, "frozen_at": commit, "rows": rows}
 
@@ -68,19 +74,19 @@ def score(pred: dict, measured: dict, launch_us: float | None) -> list[dict]:
         if m is None or m.get("error") or not m.get("graph_s"):
             out.append({**{k: p[k] for k in ("model", "batch", "dtype")}, "error_text": (m or {}).get("error")})
             continue
-        row = {k: p[k] for k in ("model", "batch", "dtype")} | {"graph_s": m["graph_s"], "eager_s": m["eager_s"]}
-        for key in ("graph_datasheet", "graph_calibrated", "eager_datasheet", "eager_calibrated"):
+        row = {k: p[k] for k in ("model", "batch", "dtype")} | {f"{mode}_s": m.get(f"{mode}_s") for mode in MODES}
+        for key in KEYS:
             mode = key.split("_")[0]
-            row[key] = (p[f"{key}_s"] - m[f"{mode}_s"]) / m[f"{mode}_s"]
-        if launch_us is not None:
+            if m.get(f"{mode}_s") and f"{key}_s" in p:
+                row[key] = (p[f"{key}_s"] - m[f"{mode}_s"]) / m[f"{mode}_s"]
+        if launch_us is not None and m.get("eager_s"):
             row["eager_host_probed"] = (_nearest(p["eager_by_launch_us"], launch_us) - m["eager_s"]) / m["eager_s"]
         out.append(row)
     return out
 
 
 def summary(rows: list[dict]) -> dict:
-    keys = [k for k in ("graph_datasheet", "graph_calibrated", "eager_datasheet", "eager_calibrated",
-                        "eager_host_probed") if any(k in r for r in rows)]
+    keys = [k for k in (*KEYS, "eager_host_probed") if any(k in r for r in rows)]
     res = {}
     for k in keys:
         errs = [abs(r[k]) for r in rows if k in r]
@@ -92,14 +98,16 @@ def summary(rows: list[dict]) -> dict:
 
 def markdown(rows: list[dict], summ: dict) -> str:
     keys = list(summ)
-    lines = ["| model | batch | graph ms | eager ms | " + " | ".join(keys) + " |",
-             "|---|---|---|---|" + "---|" * len(keys)]
+    modes = [m for m in MODES if any(r.get(f"{m}_s") for r in rows)]
+    lines = ["| model | batch | dtype | " + " | ".join(f"{m} ms" for m in modes) + " | " + " | ".join(keys) + " |",
+             "|---|---|---|" + "---|" * (len(modes) + len(keys))]
     for r in rows:
         if "graph_s" not in r:
-            lines.append(f"| {r['model']} | {r['batch']} | failed: {r.get('error_text')} |")
+            lines.append(f"| {r['model']} | {r['batch']} | {r['dtype']} | failed: {r.get('error_text')} |")
             continue
-        cells = " | ".join(f"{r[k] * 100:+.0f}%" for k in keys)
-        lines.append(f"| {r['model']} | {r['batch']} | {r['graph_s'] * 1e3:.3f} | {r['eager_s'] * 1e3:.3f} | {cells} |")
+        times = " | ".join(f"{r[f'{m}_s'] * 1e3:.3f}" if r.get(f"{m}_s") else "" for m in modes)
+        cells = " | ".join(f"{r[k] * 100:+.0f}%" if k in r else "" for k in keys)
+        lines.append(f"| {r['model']} | {r['batch']} | {r['dtype']} | {times} | {cells} |")
     lines += ["", "| set | n | median abs error | worst | worst case | over 40% |", "|---|---|---|---|---|---|"]
     lines += [f"| {k} | {v['n']} | {v['median'] * 100:.1f}% | {v['worst'] * 100:.0f}% | {v['worst_case']} | "
               f"{v['over_40']} |" for k, v in summ.items()]
@@ -113,6 +121,7 @@ def main() -> int:
     p.add_argument("--models-file", required=True)
     p.add_argument("--batches", default="1,8,32,128")
     p.add_argument("--dtype", default="fp16")
+    p.add_argument("--compiled", action="store_true", help="also predict --mode compiled")
     p.add_argument("--out", required=True)
     s = sub.add_parser("score")
     s.add_argument("predictions")
@@ -123,7 +132,7 @@ def main() -> int:
     if args.step == "predict":
         models = [ln.strip() for ln in Path(args.models_file).read_text().splitlines() if ln.strip()
                   and not ln.startswith("#")]
-        result = predict_cases(models, [int(b) for b in args.batches.split(",")], args.dtype)
+        result = predict_cases(models, [int(b) for b in args.batches.split(",")], args.dtype, args.compiled)
         Path(args.out).write_text(json.dumps(result, indent=1))
         return 0
     rows = score(json.loads(Path(args.predictions).read_text()), json.loads(Path(args.measured).read_text()),

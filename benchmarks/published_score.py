@@ -140,7 +140,7 @@ def mode_and_flag(run: str) -> tuple[str, str]:
     if run in ("cuda-graph", "kernel"):
         return "graph", ""
     if run == "amp":
-        return "eager", "mode not modelled (autocast)"
+        return "eager", ""   # predicted as --dtype amp (counting/amp.py), eager
     return "graph", f"mode not modelled ({run})"
 
 
@@ -174,10 +174,15 @@ class Predictor:
         from tops_advisor.api import ModelCosts, predict
         hw, cal, perf = self.card(rec["card"])
         dtype = "fp32" if rec["precision"] == "tf32" else rec["precision"]
+        if rec["run"] == "amp":
+            dtype = "amp"   # an fp32 model under autocast (counting/amp.py)
         key = (rec["workload"], dtype)
         if key not in self._costs:
             self._costs[key] = ModelCosts(ROOT / rec["workload"], base_dtype=dtype)
         w = self._costs[key].at(rec["batch"], dtype)
+        if rec.get("layout") == "channels_last":
+            from tops_advisor.counting.fusion import channels_last_convs
+            w = channels_last_convs(w)
         mode, _ = mode_and_flag(rec["run"])
         return predict(w, hw, cal, mode, tf32_matmul=rec["precision"] == "tf32", perf=perf).latency_s
 

@@ -59,6 +59,12 @@ def test_cnn_batch_norm_runs_on_half_activations():
     assert _ops(w)[:3] == [("aten._to_copy", "fp32"), ("aten._to_copy", "fp32"), ("aten.convolution", "fp16")]
     bn = next(op for op in w.ops if op.name == "aten.native_batch_norm")
     assert bn.dtype == "fp16"   # on no list: the fp16 convolution output, its fp32 statistics read as they are
+    # half input with fp32 weights takes cuDNN's one kernel (Normalization.cpp), not the native kernel and a
+    # copy that model.half() runs: input and output read and written once, in fp16
+    half = next(op for op in count_module(m, torch.randn(2, 3, 16, 16), "fp16").ops
+                if op.name == "aten.native_batch_norm")
+    out = 2 * 8 * 14 * 14 * 2
+    assert (bn.kernels, bn.bytes_written) == (1, out) and (half.kernels, half.bytes_written) == (2, 2 * out)
 
 
 def test_compiled_autocast_fuses_activation_casts_but_not_weight_casts():

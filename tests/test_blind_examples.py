@@ -573,7 +573,8 @@ def test_tinyllama_attention_sees_32_heads():
     """After repeat_kv every SDPA sees 32 heads for K and V as well as Q: (batch x 32) of 256 x 256 x 64."""
     sdpa = _named("tinyllama_prefill", SDPA)
     assert len(sdpa) == 22 and all(op["gemm"] == {"m": hand.LLAMA_SEQ, "n": hand.LLAMA_SEQ, "k": 64,
-                                                  "batch": BATCH * 32, "window": 1, "spatial_dims": 0, "stride": 1}
+                                                  "batch": BATCH * 32, "window": 1, "spatial_dims": 0, "stride": 1,
+                                                  "unit_stride": True}
                                    for op in sdpa)
 
 

@@ -68,6 +68,14 @@ def test_conv2d_grouped():
     assert op.bytes_written == 2 * 16 * 100 * 4                          # 12800
 
 
+def test_conv_records_unit_stride():
+    # cuDNN's Winograd needs stride 1 and dilation 1 (roofline/rates.winograd_speedup)
+    x = torch.randn(1, 4, 8, 8)
+    flags = [only(count_module(nn.Conv2d(4, 4, 3, bias=False, **kw), x)).gemm.unit_stride
+             for kw in ({"padding": 1}, {"stride": 2}, {"dilation": 2}, {"stride": (1, 2)})]
+    assert flags == [True, False, False, False]
+
+
 def test_conv2d_depthwise_with_bias():
     op, add = count_module(nn.Conv2d(8, 8, 3, groups=8), torch.randn(1, 8, 6, 6)).ops
     # out (1, 8, 4, 4): each output element 1*3*3 = 9 multiply-adds

@@ -78,7 +78,7 @@ def test_runs_map_to_modes_and_flags():
     assert ps.mode_and_flag("eager") == ("eager", "")
     assert ps.mode_and_flag("cuda-graph") == ("graph", "")
     assert ps.mode_and_flag("kernel") == ("graph", "")
-    assert ps.mode_and_flag("amp")[1].startswith("mode not modelled")
+    assert ps.mode_and_flag("amp") == ("eager", "")   # --dtype amp since issue 16
     assert ps.mode_and_flag("engine")[1] == "mode not modelled (engine)"
 
 
@@ -169,3 +169,14 @@ def test_card_band_prefers_the_same_kind_of_workload_over_the_same_card():
     # a CNN on a card scored only on LLM runs: every card's CNN band, not the card's LLM band
     assert card_band(rtx, "model", cards)["basis"] == "all published cards"
     assert card_band(rtx, "llm", cards)["basis"] == "rtx-3090"
+
+
+def test_amp_rows_count_autocast_and_channels_last_runs_convolutions_as_gemms():
+    rec = {"card": "v100-sxm2-32gb", "workload": "examples/small_cnn.py", "batch": 8192, "precision": "fp16",
+           "run": "amp", "metric": "throughput_per_s", "value": 1.0}
+    predictor = ps.Predictor()
+    amp = predictor.latency_s(rec)
+    half = predictor.latency_s({**rec, "run": "eager"})
+    nhwc = predictor.latency_s({**rec, "layout": "channels_last"})
+    assert amp != half                  # autocast's casts and cuDNN batch norm, not model.half()
+    assert nhwc < amp                   # NHWC implicit GEMMs: no layout conversions, no convolution factor

@@ -213,6 +213,29 @@ def test_tf32_convolutions_take_their_own_factor():
     assert tf32 / fp16 == pytest.approx(4.0)
 
 
+def test_winograd_speeds_up_only_plain_fp32_3x3_stride_1_convolutions():
+    # a card without TF32: fp32 convolutions run on the SIMT units, where cuDNN's Winograd pays (x 2 here)
+    hw = make_hardware(dense_tops={"fp32": 10, "fp16": 100})
+    perf = device_perf(hw, defaults=replace(ROUND, winograd_speedup=Default(2.0, "test")))
+    shape = GemmShape(4096, 256, 2304, 1, window=9, spatial_dims=2)
+
+    def compute_s(dtype="fp32", on=hw, p=perf, **over):
+        w = one_op(1e12, 1e3, kind="conv", dtype=dtype, gemm=replace(shape, **over))
+        return predict(w, on, perf=p).ops[0].compute_s
+
+    base = compute_s(unit_stride=False)
+    assert compute_s() == pytest.approx(base / 2.0)
+    assert compute_s(window=25) == pytest.approx(base)                     # 5x5: no Winograd
+    assert compute_s(batch=4) == pytest.approx(compute_s(batch=4, unit_stride=False))   # grouped
+    assert compute_s("fp16") == pytest.approx(compute_s("fp16", unit_stride=False))   # tensor cores
+    amd = make_hardware(vendor="AMD", dense_tops={"fp32": 10, "fp16": 100})
+    amd_perf = device_perf(amd, defaults=replace(ROUND, winograd_speedup=Default(2.0, "test")))
+    assert compute_s(on=amd, p=amd_perf) == pytest.approx(compute_s(on=amd, p=amd_perf, unit_stride=False))
+    # with TF32 (HW) the fp32 convolution runs in TF32 on tensor cores: unchanged
+    tf32 = device_perf(HW, defaults=replace(ROUND, winograd_speedup=Default(2.0, "test")))
+    assert compute_s(on=HW, p=tf32) == pytest.approx(compute_s(on=HW, p=tf32, unit_stride=False))
+
+
 def test_missing_precision_names_what_the_device_has():
     with pytest.raises(UnsupportedPrecisionError, match="toy-gpu has no fp8.*fp32, tf32, fp16, bf16, int8"):
         run(one_op(1e12, 1e6, dtype="fp8"))
@@ -355,12 +378,15 @@ def test_shipped_defaults_are_one_frozen_object():
 def test_conv_factor_follows_operations_per_byte_through_two_reference_points():
     # references: 0.4 at 200 flop/B (16-bit), 0.6 at 100 flop/B (32-bit) -> c = (0.6 - 0.4) / (0.4 x 200 -
     # 0.6 x 100) = 0.01 B/flop and A = 0.4 x (1 + 2) = 1.2; a card at 50 flop/B (50 TOPS fp16 over 1000 GB/s)
-    # gets 1.2 / 1.5 = 0.8, its 32-bit SIMT path (10 TOPS fp32: 10 flop/B) 1.2 / 1.1
+    # gets 1.2 / 1.5 = 0.8, its TF32 path (25 TOPS: 25 flop/B) 1.2 / 1.25; plain FP32 (SIMT) convolutions
+    # take their own factor, whatever the intensity
     d = replace(DEFAULTS, conv_factor=Default(0.4, "test"), conv_tf32_factor=Default(0.6, "test"),
-                conv_reference_intensity={"fp16": Default(200.0, "test"), "tf32": Default(100.0, "test")})
-    hw = make_hardware(dense_tops={"fp32": 10, "fp16": 50})
+                conv_reference_intensity={"fp16": Default(200.0, "test"), "tf32": Default(100.0, "test")},
+                conv_simt_factor=Default(0.9, "test"))
+    hw = make_hardware(dense_tops={"fp32": 10, "tf32": 25, "fp16": 50})
     assert conv_factor(hw, "fp16", d) == pytest.approx(0.8)
-    assert conv_factor(hw, "fp32", d) == pytest.approx(1.2 / 1.1)
+    assert conv_factor(hw, "tf32", d) == pytest.approx(1.2 / 1.25)
+    assert conv_factor(hw, "fp32", d) == pytest.approx(0.9)
     assert conv_factor(hw, "fp16", replace(d, conv_intensity_scaling=False)) == pytest.approx(0.4)
 
 
@@ -455,3 +481,13 @@ def test_thin_input_convolution_runs_at_the_cuda_core_rate():
     stem = run(one_op(flops, 1e3, kind="conv", gemm=GemmShape(m, 64, 3 * 49, 1, window=49, spatial_dims=2,
                                                               stride=2)))
     assert stem.ops[0].compute_s == pytest.approx(flops / (100e12 * ROUND.first_layer_conv_factor.value))
+
+
+def test_matmul_fraction_per_architecture_and_precision_comes_first():
+    # Toy architecture: fp16 at 0.25 of its 100 TOPS, the others at the vendor's 0.5
+    d = replace(ROUND, matmul_fraction_by_architecture_precision={("Toy", "fp16"): Default(0.25, "test")})
+    perf = device_perf(HW, defaults=d)
+    assert perf.matrix_ops_per_s["fp16"] == pytest.approx(25e12)
+    assert perf.matrix_ops_per_s["fp32"] == pytest.approx(5e12)
+    other = device_perf(make_hardware(architecture="Other"), defaults=d)
+    assert other.matrix_ops_per_s["fp16"] == pytest.approx(50e12)

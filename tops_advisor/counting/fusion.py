@@ -47,7 +47,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ..units import BYTES_PER_ELEMENT
-from ..workload import CHANNELS_LAST_FAMILY, OpRecord
+from ..workload import CHANNELS_LAST_FAMILY, OpRecord, Workload
 
 EXTERN_KINDS = frozenset({"matmul", "conv", "attention"})
 _REDUCTION_KINDS = frozenset({"softmax", "reduction"})
@@ -250,6 +250,13 @@ def _channels_last(record: OpRecord) -> OpRecord:
     if record.kind == "conv" and record.gemm is not None and record.gemm.spatial_dims == 2:
         return replace(record, family=CHANNELS_LAST_FAMILY)
     return record
+
+
+def channels_last_convs(w: Workload) -> Workload:
+    """An eager workload run channels-last (``model.to(memory_format=torch.channels_last)``): cuDNN runs its
+    ungrouped 2-D convolutions as NHWC implicit GEMMs without the layout conversions, as under inductor
+    (``_as_gemm``); every other operator moves the same bytes in either layout."""
+    return replace(w, ops=tuple(_as_gemm(o) for o in w.ops))
 
 
 def _as_gemm(record: OpRecord) -> OpRecord:

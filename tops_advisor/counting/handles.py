@@ -203,14 +203,17 @@ def convolution(c: OpCall) -> Cost:
         n, k = w.shape[1] * kernel, w.shape[0] // groups
     # The convolution alone: PyTorch on CUDA adds the bias afterwards in a broadcast add over the output,
     # which the lowering inserts as an operator of its own (lowering.lower_pytorch_cuda, rewrite 1).
+    unit = all(int(s) == 1 for s in _ints(c.arg(3, "stride", 1))) and \
+        all(int(d) == 1 for d in _ints(c.arg(5, "dilation", 1)))
     return Cost("conv", 2.0 * m * n * k * groups, bytes_read=x.nbytes + w.nbytes,
                 param_bytes=sum(t.nbytes for t in (x, w) if t.is_param),
                 gemm=GemmShape(m, n, k, groups, window=kernel, spatial_dims=len(w.shape) - 2,
-                               stride=_first_stride(c.arg(3, "stride", 1))))
+                               stride=int(_ints(c.arg(3, "stride", 1))[0]), unit_stride=unit))
 
 
-def _first_stride(stride) -> int:
-    return int(stride[0]) if isinstance(stride, (list, tuple)) and stride else int(stride)
+def _ints(value) -> tuple:
+    """A stride or dilation argument as a tuple (an int or a list of ints)."""
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -376,9 +379,14 @@ def batch_norm(c: OpCall) -> Cost:
     training = bool(c.arg(5, "training", False))
     cost = (norm(O.BATCH_NORM_TRAINING, O.LAYER_NORM_AFFINE, 1) if training
             else norm(O.BATCH_NORM_EVAL, O.BATCH_NORM_EVAL_AFFINE, 1))(c)
-    if c.args[0].itemsize == 2:
-        # Half-precision batch norm on CUDA is not cuDNN's: PyTorch runs native_batch_norm and then copies
-        # its result (profiled on the H200: one aten::copy_ per batch norm in fp16 ResNet-50/MobileNetV2).
+    weight = c.arg(1, "weight")
+    if c.args[0].itemsize == 2 and not (weight is not None and weight.itemsize == 4):
+        # Half-precision batch norm with half (or no) weights is not cuDNN's: PyTorch runs native_batch_norm
+        # and then copies its result (profiled on the H200: one aten::copy_ per batch norm in fp16
+        # ResNet-50/MobileNetV2). With fp32 weights (autocast) PyTorch takes cuDNN's kernel, as in fp32:
+        # _batch_norm_impl_index (aten/src/ATen/native/Normalization.cpp) uses cuDNN when the input is not
+        # half or the weight is float. H200, timm resnet50 batch 32 (h200_compiled.json, eager kernels): 297
+        # under autocast against 347 in fp16, though autocast adds ~54 casts: two kernels fewer per batch norm.
         out = c.out.nbytes
         default_read = sum(t.nbytes for t in c.inputs)
         return replace(cost, kernels=2, bytes_read=default_read + out, bytes_written=2 * out)

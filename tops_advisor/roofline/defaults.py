@@ -41,6 +41,17 @@ class RooflineDefaults:
     matmul_fraction_by_architecture: dict = _d(
         Ampere=Default(0.84, "ml-engineering MAMF table: A100 SXM 86.9%, A100 PCIe 81.1% of dense BF16 peak "
                              "(mean 84%)"))
+    # Per (architecture, precision), where a measurement of that architecture's best torch.matmul exists
+    # (checked first). Volta has one card in the catalog (V100 SXM2), so these are that card's: the
+    # torch-performance-test-data table (github.com/zzc0721/torch-performance-test-data, issue #140: Tesla
+    # V100-SXM2-16GB, PyTorch 2.7.0+cu128, best of square matmuls 1024-10240) gives FP32 14.51 of 15.7 TFLOPS
+    # (92%; SIMT SGEMM) and FP16 97.36 of 125 (78%). A V100 PCIe reaches ~101 TFLOPS FP16 in cuBLAS
+    # (forums.developer.nvidia.com/t/79781): the same ~100 TFLOPS, so the SXM2's 125 is not reached.
+    matmul_fraction_by_architecture_precision: dict = field(default_factory=lambda: {
+        ("Volta", "fp32"): Default(0.92, "torch-performance-test-data #140: V100-SXM2 FP32 matmul 14.51 of "
+                                         "15.7 TFLOPS"),
+        ("Volta", "fp16"): Default(0.78, "torch-performance-test-data #140: V100-SXM2 FP16 matmul 97.36 of "
+                                         "125 TFLOPS")})
     # Fraction of datasheet DRAM bandwidth that a large copy reaches, by (architecture, memory type): the first
     # rule whose architecture (None: any) and memory-type prefix match the card wins; else the family below.
     # The memory controller sets it, so it is per generation, not per card.
@@ -145,6 +156,34 @@ class RooflineDefaults:
         fp16=Default(989.5 / 4.8, "H200 SXM datasheet: 989.5 TFLOPS dense fp16 / 4.8 TB/s (flop per byte)"),
         tf32=Default(494.5 / 4.8, "H200 SXM datasheet: 494.5 TFLOPS dense tf32 / 4.8 TB/s (flop per byte)"))
     conv_intensity_scaling: bool = True
+    # Plain FP32 convolutions on cards without TF32 (Volta, Turing) run cuDNN's SIMT implicit-GEMM kernels in
+    # NCHW (volta/maxwell_scudnn_128x128_*, implicit_convolve_sgemm in the nvprof traces of PyTorch issue
+    # #13412): no NCHW<->NHWC conversions, which the tensor-core paths pay (PyTorch issue #81940, A100 TF32:
+    # nchwToNhwc 16.6% and nhwcToNchw 15.7% of the time beside the implicit GEMM's 58.8%). Their share of the
+    # GEMM rate is that of a GEMM: xuqiantong/CUDA-Winograd README, cuDNN GEMM + BN + ReLU, ResNet layers at
+    # one stage: the 3x3 128->128 convolution (2.25x the multiply-adds of the 1x1 512->128 one) takes 214 us
+    # against 119 us, 1.8x: at least the GEMM's rate per operation.
+    conv_simt_factor: Default = Default(1.0, "cuDNN SIMT FP32 convolutions run in NCHW without layout "
+                                             "conversions (PyTorch #13412 traces); 3x3 vs 1x1 cuDNN GEMM "
+                                             "time 1.8x for 2.25x the work (xuqiantong/CUDA-Winograd)")
+    # cuDNN's Winograd algorithms for 3x3, stride-1, ungrouped 2-D convolutions in plain FP32 (SIMT: cards
+    # without TF32, Volta and Turing and older, where PyTorch's fp32 convolutions do not use tensor cores).
+    # F(2x2, 3x3) computes a 2x2 output tile with 16 multiplies instead of 36, 2.25x fewer (Lavin & Gray,
+    # "Fast Algorithms for Convolutional Neural Networks", CVPR 2016, arXiv:1509.09308), and cuDNN's fused
+    # FP32 Winograd kernels run that batched product at SGEMM-like speed: PyTorch issue #13412 and
+    # ryujaehun/pytorch-gpu-benchmark issue #8 show volta/maxwell_scudnn_winograd_128x128 kernels carrying
+    # FP32 ResNet work on V100/P100 (#13412's P100 trace is without benchmark mode: cuDNN's heuristics pick
+    # it too); under cudnn.benchmark (DeepLearningExamples' main.py sets it) cuDNN times every algorithm and
+    # keeps the fastest. Measured: xuqiantong/CUDA-Winograd README, ResNet 3x3
+    # layers in cuDNN, GEMM + BN + ReLU 214 us vs Winograd + BN + ReLU 95 us (2.25x) at 128 channels, 384 vs
+    # 155 us (2.48x) at 256 (the BN and ReLU time is in both, so the convolutions alone gain at least this;
+    # the README as read does not name its GPU or batch).
+    # The speed-up applies to the convolution's time at the implicit-GEMM rate. Tensor-core paths (fp16,
+    # TF32) keep implicit GEMM: their GEMM rate is 8-16x the SIMT rate, so the Winograd transforms' memory
+    # passes do not pay (the H200 primitives' fp16 and TF32 3x3 convolutions run implicit GEMM kernels).
+    winograd_speedup: Default = Default(2.25, "F(2x2,3x3) multiply count (Lavin & Gray 2016); cuDNN "
+                                              "Winograd over its GEMM on ResNet 3x3 layers 2.25-2.48x "
+                                              "(xuqiantong/CUDA-Winograd README)")
     attention_factor: Default = Default(0.70, "FlashAttention-2 forward reaches ~50-70% of dense peak (Dao "
                                               "2023, Fig. 4-5); H200 primitives: SDPA fp16 171-475 TFLOPS")
     # Fused attention: query blocks x heads run in waves (FlashAttention-2: 128-row blocks; PyTorch's fp32

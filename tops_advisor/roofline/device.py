@@ -82,8 +82,10 @@ class _Rates:
 def _datasheet_rates(hw: Hardware, d: RooflineDefaults) -> _Rates:
     frac = matmul_fraction(hw, d)
     bw = bandwidth_fraction(hw, d)
+    by_precision = {p: d.matmul_fraction_by_architecture_precision.get((hw.architecture, p), frac).value
+                    for p in hw.dense_tops}
     return _Rates(
-        matrix={p: t * 1e12 * frac.value for p, t in hw.dense_tops.items()},
+        matrix={p: t * 1e12 * by_precision[p] for p, t in hw.dense_tops.items()},
         bandwidth=hw.memory_bandwidth_bytes_per_s * bw.value, floor_s=d.kernel_floor_s.value,
         gap_s=d.kernel_gap_s.value, eager_s=d.eager_op_s.value, kind_floor=dict(d.kind_floor_s),
         notes=[f"matrix peaks = {frac.value:.0%} of datasheet dense ({frac.source})",

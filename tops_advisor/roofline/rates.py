@@ -84,8 +84,11 @@ def gemm_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
 def conv_factor(hw: Hardware, precision: str, d: RooflineDefaults) -> float:
     """Share of the GEMM rate a convolution reaches on this card: A / (1 + c x intensity), A and c fixed by the
     two H200 measurements (``RooflineDefaults.conv_reference_intensity``); intensity = datasheet peak of the
-    precision / datasheet bandwidth. 32-bit convolutions (TF32, SIMT FP32) start from the TF32 point."""
-    wide = precision in ("tf32", *SIMT_PRECISIONS)
+    precision / datasheet bandwidth. TF32 convolutions start from the TF32 point. Plain FP32 (SIMT)
+    convolutions take ``conv_simt_factor``: cuDNN's SIMT kernels run in NCHW with no layout conversions."""
+    if precision in SIMT_PRECISIONS:
+        return d.conv_simt_factor.value
+    wide = precision == "tf32"
     f_ref = d.conv_tf32_factor.value if wide else d.conv_factor.value
     peak = hw.dense_tops.get(precision)
     if not d.conv_intensity_scaling or peak is None:
@@ -100,9 +103,21 @@ def conv_factor(hw: Hardware, precision: str, d: RooflineDefaults) -> float:
     return f_ref * (1.0 + c * (i32 if wide else i16)) / (1.0 + c * intensity)
 
 
+def winograd_speedup(a: dict, hw: Hardware, precision: str, d: RooflineDefaults) -> np.ndarray:
+    """Per convolution: how much faster cuDNN's Winograd runs it than implicit GEMM (1 where it does not
+    apply). Only plain FP32 (SIMT) convolutions on NVIDIA cards with a 3x3 window, stride 1, dilation 1 and
+    no groups: ``RooflineDefaults.winograd_speedup``."""
+    if precision != "fp32" or hw.vendor != "NVIDIA":
+        return np.ones(a["window"].shape[0])
+    eligible = (a["window"] == 9) & (a["spatial"] == 2) & (a["b"] <= 1) & a["unit_stride"]
+    return np.where(eligible, d.winograd_speedup.value, 1.0)
+
+
 def conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
     factor = conv_factor(perf.hardware, precision, perf.defaults)
-    rate = _peak(perf, precision, "conv") * factor * _tile_efficiency(a, perf, "conv", precision, aligned=True)
+    winograd = winograd_speedup(a, perf.hardware, precision, perf.defaults)
+    rate = (_peak(perf, precision, "conv") * factor * winograd
+            * _tile_efficiency(a, perf, "conv", precision, aligned=True))
     grouped = (a["family"] == CHANNELS_LAST_FAMILY) & (a["b"] > 1)
     if grouped.any():
         rate = np.where(grouped, grouped_channels_last_rate(a, perf, precision), rate)
