@@ -61,6 +61,22 @@ def predict_cases(models: list[str], batches: list[int], dtype: str, compiled: b
     return {"hardware": HARDWARE, "frozen_at": commit, "rows": rows}
 
 
+def merged(paths: list[str]) -> dict:
+    """Runs of several measurement files, one per (model, batch, dtype): each mode's time from the first file
+    that has it, failures only where no file has a time."""
+    runs: dict[tuple, dict] = {}
+    for path in paths:
+        for r in json.loads(Path(path).read_text())["runs"]:
+            key = (r["model"], r["batch"], r["dtype"])
+            have = runs.setdefault(key, dict(r))
+            for field, value in r.items():
+                if have.get(field) is None and value is not None:
+                    have[field] = value
+            if any(r.get(f"{m}_s") for m in MODES):
+                have["error"] = None if any(have.get(f"{m}_s") for m in MODES) else have.get("error")
+    return {"runs": list(runs.values())}
+
+
 def _nearest(grid: dict[str, float], launch_us: float) -> float:
     key = min(grid, key=lambda k: abs(float(k) - launch_us))
     return grid[key]
@@ -125,7 +141,8 @@ def main() -> int:
     p.add_argument("--out", required=True)
     s = sub.add_parser("score")
     s.add_argument("predictions")
-    s.add_argument("measured")
+    s.add_argument("measured", nargs="+", help="measure_models.py results; several are merged per (model, "
+                                               "batch, dtype), the first file giving a mode's time wins")
     s.add_argument("--kernel-eager-us", type=float, help="the probe's eager launch time on the measuring host")
     s.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
@@ -135,8 +152,7 @@ def main() -> int:
         result = predict_cases(models, [int(b) for b in args.batches.split(",")], args.dtype, args.compiled)
         Path(args.out).write_text(json.dumps(result, indent=1))
         return 0
-    rows = score(json.loads(Path(args.predictions).read_text()), json.loads(Path(args.measured).read_text()),
-                 args.kernel_eager_us)
+    rows = score(json.loads(Path(args.predictions).read_text()), merged(args.measured), args.kernel_eager_us)
     summ = summary([r for r in rows if "graph_s" in r])
     print(markdown(rows, summ) if args.markdown else json.dumps({"rows": rows, "summary": summ}, indent=1))
     return 0

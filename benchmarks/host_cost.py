@@ -43,6 +43,7 @@ def one(spec: str, batch: int, dtype: str, repeats: int) -> dict:
     w = count(source, batch=batch, dtype=dtype)
     rec = {"model": spec, "batch": batch, "dtype": dtype, "ops": len(w.ops), "kernels": w.kernels,
            "kernel_ops": sum(1 for op in w.ops if op.kernels >= 1), "module_calls": w.module_calls,
+           "empty_module_calls": w.empty_module_calls, "python_calls": w.python_calls,
            "flops": w.flops, "bytes": w.bytes}
     m = measure_one(source, batch, dtype, repeats=repeats, warmup=5, model_name=spec)
     rec.update(eager_s=m.eager_s, graph_s=m.graph_s)
