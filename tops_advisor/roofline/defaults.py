@@ -215,7 +215,10 @@ class RooflineDefaults:
     # 128: 11.9-17.2 TFLOPS, h200_blind5_records): e = 0.222, K0 = 23, median error 20% (one constant: 34%).
     # The tensor-core model had predicted them 1.5-11x too fast. The share is of the CUDA-core peak, the unit
     # these kernels run on, so it carries to other cards; e and K0 are this kernel's, measured on Hopper only.
+    # Applied where measured: Hopper. Other architectures keep the tensor-core convolution model for stems
+    # (unmeasured there; the published T4/V100/A100 AMP ResNet-50 rows, run channels-last, do not say which).
     thin_conv_channels: int = 8
+    thin_conv_architectures: tuple = ("Hopper",)
     thin_conv_fp32_factor: Default = Default(0.222, "H200: 3-channel fp16 convolutions, 11 points "
                                                     "(benchmarks/results/h200_slow_ops_sweep.json 'stem', "
                                                     "h200_blind5_records DeiT-S patch embedding)")

@@ -122,7 +122,7 @@ def conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
     if grouped.any():
         rate = np.where(grouped, grouped_channels_last_rate(a, perf, precision), rate)
     d = perf.defaults
-    thin = thin_input(a, precision, d)
+    thin = thin_input(a, precision, d) & (perf.hardware.architecture in d.thin_conv_architectures)
     first_layer = thin & (a["window"] == 49) & (a["stride"] == 2) & (a["n"] == 64) & (a["k"] <= 4 * 49)
     rate = np.where(thin, thin_conv_rate(a, perf), rate)
     datasheet = perf.hardware.dense_tops.get(precision, 0.0) * 1e12
