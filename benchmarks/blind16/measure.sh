@@ -24,7 +24,7 @@ hf:benchmarks/configs/segformer-b0.json --batches 1 --out "$out/host_cost_seen.j
   measure fp16 "$all" 1,8,32,128 fp16 eager,graph 230
   measure fp32 "$all" 1,32 fp32 eager,graph 90
   launch p1_end
-  measure compiled_p1 "$all" 1,32 fp16 graph,compiled 165
+  measure compiled_p1 "$all" 1,32 fp16 graph,compiled 150
 else
   launch p2_start
   measure amp "$all" 1,32 amp eager,graph 90
