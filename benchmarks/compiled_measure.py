@@ -36,6 +36,15 @@ def build(spec: str):
         model = timm.create_model(spec[5:], pretrained=False)
         size = model.default_cfg.get("input_size", (3, 224, 224))
         return model, lambda b: (torch.randn(b, *size),)
+    if ":" in spec:  # torchvision:NAME and other library forms with positional inputs
+        from tops_advisor.counting import load_model
+
+        source = load_model(spec)
+
+        def positional(b):
+            value = source.inputs(b, meta=False)
+            return value if isinstance(value, tuple) else (value,)
+        return source.build(meta=False), positional
     mod_spec = importlib.util.spec_from_file_location(Path(spec).stem, spec)
     mod = importlib.util.module_from_spec(mod_spec)
     mod_spec.loader.exec_module(mod)
