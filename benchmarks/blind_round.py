@@ -112,6 +112,27 @@ def summary(rows: list[dict]) -> dict:
     return res
 
 
+def write_band(path: Path, rows: list[dict], round_name: str) -> None:
+    """Add (or replace) this round's bands for compiled mode and for AMP in graph and eager mode, datasheet
+    and calibrated, to the shipped blind-band file."""
+    doc = json.loads(path.read_text()) if path.exists() else {"hardware": HARDWARE, "bands": []}
+    doc["source"] = "docs/accuracy.md, blind rounds (benchmarks/blind_round.py score --write-band)"
+    for dtype in sorted({r["dtype"] for r in rows}):
+        for mode in MODES:
+            if dtype != "amp" and mode != "compiled":
+                continue
+            for label, calibrated in (("datasheet", False), ("calibrated", True)):
+                errs = [abs(r[f"{mode}_{label}"]) for r in rows if r["dtype"] == dtype and f"{mode}_{label}" in r]
+                if not errs:
+                    continue
+                band = {"mode": mode, "dtype": dtype, "calibrated": calibrated, "round": round_name,
+                        "median_abs_error": round(statistics.median(errs), 4),
+                        "worst_abs_error": round(max(errs), 4), "n": len(errs)}
+                doc["bands"] = [b for b in doc["bands"] if (b["mode"], b["dtype"], b["calibrated"])
+                                != (mode, dtype, calibrated)] + [band]
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+
+
 def markdown(rows: list[dict], summ: dict) -> str:
     keys = list(summ)
     modes = [m for m in MODES if any(r.get(f"{m}_s") for r in rows)]
@@ -145,6 +166,9 @@ def main() -> int:
                                                "batch, dtype), the first file giving a mode's time wins")
     s.add_argument("--kernel-eager-us", type=float, help="the probe's eager launch time on the measuring host")
     s.add_argument("--markdown", action="store_true")
+    s.add_argument("--write-band", metavar="PATH", help="add this round's compiled and AMP bands to PATH (the "
+                                                          "shipped tops_advisor/data/accuracy_h200_blind.json)")
+    s.add_argument("--round", default="", help="the round's name, quoted with the band")
     args = ap.parse_args()
     if args.step == "predict":
         models = [ln.strip() for ln in Path(args.models_file).read_text().splitlines() if ln.strip()
@@ -154,6 +178,8 @@ def main() -> int:
         return 0
     rows = score(json.loads(Path(args.predictions).read_text()), merged(args.measured), args.kernel_eager_us)
     summ = summary([r for r in rows if "graph_s" in r])
+    if args.write_band:
+        write_band(Path(args.write_band), rows, args.round)
     print(markdown(rows, summ) if args.markdown else json.dumps({"rows": rows, "summary": summ}, indent=1))
     return 0
 

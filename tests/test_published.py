@@ -180,3 +180,27 @@ def test_amp_rows_count_autocast_and_channels_last_runs_convolutions_as_gemms():
     nhwc = predictor.latency_s({**rec, "layout": "channels_last"})
     assert amp != half                  # autocast's casts and cuDNN batch norm, not model.half()
     assert nhwc < amp                   # NHWC implicit GEMMs: no layout conversions, no convolution factor
+
+
+def test_compiled_and_amp_predictions_quote_their_blind_round_band():
+    from tops_advisor.accuracy import BLIND_PATH, blind_band, expected_error
+
+    doc = {"hardware": "h200-sxm", "bands": [
+        {"mode": "compiled", "dtype": "fp16", "calibrated": False, "round": "round X", "median_abs_error": 0.08,
+         "worst_abs_error": 0.66, "n": 20},
+        {"mode": "graph", "dtype": "amp", "calibrated": False, "round": "round X", "median_abs_error": 0.1,
+         "worst_abs_error": 0.5, "n": 20}]}
+    band = blind_band("compiled", "fp16", False, doc)
+    assert band["n"] == 20 and "round X" in band["text"] and "compiled mode" in band["text"]
+    assert blind_band("compiled", "fp16", True, doc) is None      # no calibrated band in this document
+    assert blind_band("eager", "amp", False, doc) is None
+    h200 = {hw.id: hw for hw in load_catalog()}["h200-sxm"]
+    summary = {"hardware": "h200-sxm", "card_class": "H200", "bands": [
+        {"family": "cnn", "mode": "graph", "calibrated": False, "median_abs_error": 0.1, "worst_abs_error": 0.3,
+         "n": 9}]}
+    assert expected_error("cnn", "graph", False, summary, hardware=h200)["n"] == 9
+    # the shipped blind bands: compiled fp16 and AMP graph, from a round of at least 8 models at two batches
+    shipped = json.loads(BLIND_PATH.read_text())
+    assert expected_error("cnn", "compiled", False, summary, hardware=h200)["n"] >= 16
+    assert expected_error("cnn", "graph", False, summary, hardware=h200, dtype="amp")["mode"] == "graph"
+    assert {(b["mode"], b["dtype"]) for b in shipped["bands"]} >= {("compiled", "fp16"), ("graph", "amp")}

@@ -18,6 +18,9 @@ SUMMARY_PATH = Path(__file__).parent / "data" / "accuracy_h200.json"
 # Per-card bands from published measurements on other cards (docs/published.md); regenerate with
 # ``python benchmarks/published_score.py --write-bands``.
 CARDS_PATH = Path(__file__).parent / "data" / "accuracy_cards.json"
+# Bands from blind rounds for what the model-file report does not cover: compiled mode and autocast (AMP);
+# written by ``benchmarks/blind_round.py score ... --write-band``.
+BLIND_PATH = Path(__file__).parent / "data" / "accuracy_h200_blind.json"
 
 
 def model_family(op_kinds) -> str:
@@ -40,17 +43,20 @@ def load_summary(path: str | None = None) -> dict | None:
 
 
 def expected_error(family: str, mode: str, calibrated: bool, summary: dict | None = None, hardware=None,
-                   cards: dict | None = None) -> dict | None:
+                   cards: dict | None = None, dtype: str | None = None) -> dict | None:
     """The band for one (family, mode, calibrated): a dict with median_abs_error, worst_abs_error (fractions),
     n, card, family, mode, calibrated and a one-line ``text``; None when the report has no such band.
 
     ``hardware`` (a catalog Hardware): for a datasheet-only prediction on a card other than the one the H200
-    summary was measured on, the band from published measurements of that card (``card_band``) instead."""
+    summary was measured on, the band from published measurements of that card (``card_band``) instead.
+    Compiled mode and ``dtype`` "amp" take the band of the blind round that measured them (``blind_band``)."""
     summary = summary if summary is not None else load_summary()
     if hardware is not None and not calibrated and hardware.id != (summary or {}).get("hardware"):
         band = card_band(hardware, "model", cards)
         if band is not None:
             return {**band, "family": family, "mode": mode, "calibrated": False}
+    if mode == "compiled" or dtype == "amp":
+        return blind_band(mode, "amp" if dtype == "amp" else "fp16", calibrated)
     if not summary:
         return None
     for band in summary.get("bands", []):
@@ -63,6 +69,20 @@ def expected_error(family: str, mode: str, calibrated: bool, summary: dict | Non
                 out["blind_rounds"] = blind
                 out["text"] += "; " + describe_blind(blind)
             return out
+    return None
+
+
+def blind_band(mode: str, dtype: str, calibrated: bool, doc: dict | None = None) -> dict | None:
+    """The |error| band a blind round measured for ``mode`` and ``dtype`` on the H200 (compiled mode and AMP,
+    which the model-file report does not cover), with a one-line ``text``; None without one."""
+    doc = doc if doc is not None else load_summary(str(BLIND_PATH))
+    for band in (doc or {}).get("bands", []):
+        if (band["mode"], band["dtype"], bool(band["calibrated"])) == (mode, dtype, bool(calibrated)):
+            cal = "calibrated" if calibrated else "datasheet defaults"
+            text = (f"expected error on H200-class measurements of models never seen before ({band['round']}): "
+                    f"median {band['median_abs_error']:.0%}, worst {band['worst_abs_error']:.0%} ({mode} mode, "
+                    f"{dtype}, {cal}; n={band['n']})")
+            return {**band, "card": doc.get("hardware", "?"), "calibrated": bool(calibrated), "text": text}
     return None
 
 

@@ -146,7 +146,7 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
     pred = predict(workload, hw, mode=mode, tf32_matmul=tf32_matmul, perf=perf)
     other = None if mode == "compiled" else predict(  # compiled: no eager counterpart from inductor's kernels
         workload, hw, mode="graph" if mode == "eager" else "eager", tf32_matmul=tf32_matmul, perf=perf)
-    band = expected_error(model_family(workload), mode, pred.calibrated, hardware=hw)
+    band = expected_error(model_family(workload), mode, pred.calibrated, hardware=hw, dtype=dtype)
     return ModelAnalysis(workload, pred, other, advise(pred, hw, other), band, perf)
 
 

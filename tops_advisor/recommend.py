@@ -253,7 +253,8 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
             if point is None:
                 misses.append((closeness, f"{reason} ({dtype})" if len(c.dtypes) > 1 else reason))
                 continue
-            rec = _recommendation(point, hw, c, expected_error(family, c.mode, point.calibrated, hardware=hw))
+            rec = _recommendation(point, hw, c, expected_error(family, c.mode, point.calibrated, hardware=hw,
+                                                                    dtype=dtype))
             if best is None or _score(rec, c.rank_by) > _score(best, c.rank_by):
                 best = rec
         if best is not None:

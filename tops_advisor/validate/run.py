@@ -123,7 +123,7 @@ def run_validation(model, batches: list[int], dtype: str, catalog, *, mode: str 
                                  device=device, modes=modes, model_name=model_file.label,
                                  progress=lambda m: say(measured_line(m, modes)))
     rows, kinds, family = _compare(measured, costs, hw, dtype, modes, perf, per_op)
-    bands = {md: expected_error(family, md, perf[1] is not None) for md in modes} if family else {}
+    bands = {md: expected_error(family, md, perf[1] is not None, dtype=dtype) for md in modes} if family else {}
     if plot_path is not None and rows:
         from .plot import parity_plot
 
