@@ -259,3 +259,33 @@ def test_channels_last_depthwise_and_grouped_convolutions_get_their_nhwc_rates()
     dense_rate = rates.pointwise_conv_rate({k: np.array(v) for k, v in dense.items()}, perf, "fp16")[0]
     assert o.flops / grouped.compute_s == pytest.approx(dense_rate / 16)
     assert grouped.compute_s < eager["grouped"][1].compute_s
+
+
+class DilatedDepthwise(nn.Module):
+    """DeepLabV3-MobileNetV3's last stage: a dense 3x3 (channels-last), then 5x5 depthwise, plain and dilated."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = nn.Conv2d(64, 256, 3, padding=1, bias=False)
+        self.dw = nn.Conv2d(256, 256, 5, padding=2, groups=256, bias=False)
+        self.dilated = nn.Conv2d(256, 256, 5, padding=4, dilation=2, groups=256, bias=False)
+
+    def forward(self, x):
+        return self.dilated(self.dw(self.dense(x)))
+
+
+def test_dilated_depthwise_channels_last_runs_cudnns_generic_grouped_kernel():
+    from tops_advisor.counting import count_module
+    from tops_advisor.roofline.defaults import DEFAULTS as d
+
+    hw = load_catalog().get("h200")
+    w = count_module(DilatedDepthwise(), torch.randn(8, 64, 28, 28), "fp16", lowering=INDUCTOR_CUDA)
+    p = predict(w, hw, mode="compiled")
+    ops = {o.module: op for o, op in zip(w.ops, p.ops, strict=True) if o.kind == "conv"}
+    ratio = (ops["dw"].flops / ops["dw"].compute_s) / (ops["dilated"].flops / ops["dilated"].compute_s)
+    assert ratio == pytest.approx(d.depthwise_channels_last_vector_factor[0]
+                                  / d.depthwise_dilated_channels_last_vector_factor.value)
+    # eager (NCHW) keeps one rate for both
+    e = count_module(DilatedDepthwise(), torch.randn(8, 64, 28, 28), "fp16", lowering=PYTORCH_CUDA)
+    pe = {o.module: op for o, op in zip(e.ops, predict(e, hw, mode="graph").ops, strict=True) if o.kind == "conv"}
+    assert pe["dw"].compute_s == pytest.approx(pe["dilated"].compute_s)

@@ -284,6 +284,14 @@ class RooflineDefaults:
     # vector rate (0.22 under autocast; EfficientNet's 5x5 0.22), where NCHW reaches 0.17. 32-bit: none
     # measured channels-last; NCHW's share is kept.
     depthwise_channels_last_vector_factor: tuple = (0.23, 0.085)
+    # Dilated depthwise convolutions channels-last have no NHWC depthwise kernel: cuDNN runs its generic
+    # ``conv2d_grouped_direct_kernel`` (H200 trace of compiled DeepLabV3-MobileNetV3-L b32 fp16, the three
+    # 5x5 dilation-2 depthwise convolutions of its last stage at 65x65: 1,670 us for 672 channels, 3,577 and
+    # 3,573 us for 960; 0.70, 0.47, 0.47 TFLOPS, 20x slower than the NHWC depthwise rate; benchmarks/results/
+    # blind16/post/compiled_deeplab.json, measured after blind round 11). Median 0.47 TFLOPS = 0.010 of the
+    # vector rate. Eager NCHW dilated depthwise convolutions are not known to be slow (unmeasured).
+    depthwise_dilated_channels_last_vector_factor: Default = Default(
+        0.010, "H200, compiled DeepLabV3-MobileNetV3-L b32: cuDNN conv2d_grouped_direct_kernel, 0.47-0.70 TFLOPS")
     # Channels-last grouped convolutions: cuDNN's NHWC grouped kernels put several groups in one tile of this
     # many output channels (H200 trace of ResNeXt-50 32x4d b32 fp16, h200_compiled_run2.json: kernel names
     # ``..._g16`` / ``_g8`` / ``_g4`` / ``_g2`` at 4 / 8 / 16 / 32 channels per group, 16 x 4 = 8 x 8 =

@@ -167,11 +167,16 @@ def pointwise_conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray
 
 def depthwise_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
     """Direct depthwise kernels are slow per operation: a share of the vector rate (2-D and 1-D kernels; NHWC
-    2-D kernels, channels-last, a larger share)."""
+    2-D kernels, channels-last, a larger share; dilated ones channels-last, cuDNN's generic grouped kernel, a
+    far smaller one)."""
     d = perf.defaults
     wide = 1 if precision == "fp32" else 0
     factor = np.where(a["spatial"] == 1, d.depthwise_1d_vector_factor[wide], d.depthwise_vector_factor[wide])
-    factor = np.where(a["family"] == CHANNELS_LAST_FAMILY, d.depthwise_channels_last_vector_factor[wide], factor)
+    channels_last = a["family"] == CHANNELS_LAST_FAMILY
+    factor = np.where(channels_last, d.depthwise_channels_last_vector_factor[wide], factor)
+    # dilated: stride 1 but not unit_stride (``unit_stride`` is stride 1 and dilation 1)
+    dilated = channels_last & ~a["unit_stride"] & (a["stride"] == 1)
+    factor = np.where(dilated, d.depthwise_dilated_channels_last_vector_factor.value, factor)
     return perf.vector_ops_per_s * factor
 
 
