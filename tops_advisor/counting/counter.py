@@ -46,6 +46,9 @@ from .handles import ZERO_COST, Cost, OpCall, TensorInfo, lookup
 from .host_reads import HostReads
 from .library_models import LibraryModel
 from .lowering import PYTORCH_CUDA, CountedOp, OpFacts, TensorFacts, lower
+from .mha import MHA_FUNCTION
+from .mha import fused_on_cuda as mha_fused_on_cuda
+from .mha import record_fused as record_mha
 from .model_file import ModelFile
 from .pycalls import PythonCalls
 from .sources import ModelSource, load_model
@@ -349,10 +352,29 @@ class _FusedCounter(TorchFunctionMode):
         super().__init__()
         self.state = state
 
+    def _fused_mha(self, func, args: tuple, kwargs: dict):
+        """``nn.MultiheadAttention`` without weights: run uncounted, record its three CUDA kernels (mha.py)."""
+        self.state.suppress += 1
+        try:
+            out = func(*args, **kwargs)
+            with torch.no_grad():
+                calls = []
+                record_mha(lambda *call: calls.append(call), args, kwargs, out)
+        finally:
+            self.state.suppress -= 1
+        views_of_weights = [t for name, call_args, _, _ in calls for t in call_args
+                            if isinstance(t, torch.Tensor) and t._base is not None and id(t._base) in self.state.param_ids]
+        self.state._hold(views_of_weights, self.state.param_ids)   # the transposed projection weights
+        for call in calls:
+            self.state.record(*call)
+        return out
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if self.state.autocast is not None and not self.state.suppress:  # before conv2d's own dtype checks
             args, kwargs = self.state.autocast.cast_function(func, args, kwargs, self.state.weight_key)
+        if func is MHA_FUNCTION and not self.state.suppress and mha_fused_on_cuda(args, kwargs):
+            return self._fused_mha(func, args, kwargs)
         name = _FUSED.get(func) if not self.state.suppress else None
         if name is None:
             return func(*args, **kwargs)
