@@ -2,7 +2,7 @@
 
 Library models run Python that is neither an ATen operator nor an ``nn.Module`` call: attention-mask helpers,
 output dataclasses, decorators that record outputs, config lookups. Each such call costs host time in eager
-mode. While the counter runs the forward on fake or meta tensors, a profile hook counts the Python calls that
+mode. While the counter runs the forward on fake or meta tensors, a trace hook counts the Python calls that
 the model's own code (the library's or the model file's) makes directly, except:
 
 - calls made while an operator is being dispatched (meta kernels, fake-tensor and decomposition code that a
@@ -44,24 +44,31 @@ class PythonCalls:
         self.importing = 0      # > 0 while a module is being imported
         self._previous = None
 
-    def _profile(self, frame, event: str, _arg) -> None:
+    def _trace(self, frame, event: str, _arg):
+        """The global trace function: called on each Python call only (no C calls, and no line events, as it
+        returns no local tracer), which keeps counting fast."""
         name = frame.f_code.co_filename
         if name.startswith(_IMPORT):  # a first-use import runs module code once, not every forward
-            self.importing += {"call": 1, "return": -1}.get(event, 0)
-            return
-        if event != "call" or self.depth or self.importing or name.startswith(_SKIP):
-            return
+            self.importing += 1
+            return self._import_returns
+        if self.depth or self.importing or name.startswith(_SKIP):
+            return None
         if frame.f_code.co_flags & _RESUMABLE:  # a generator is "called" again at every item it yields
-            return
+            return None
         caller = frame.f_back
         if caller is not None and not caller.f_code.co_filename.startswith(_SKIP + _STDLIB):
             self.calls += 1
+        return None
 
+    def _import_returns(self, _frame, event: str, _arg):
+        if event == "return":
+            self.importing -= 1
+        return self._import_returns
 
     def __enter__(self) -> PythonCalls:
-        self._previous = sys.getprofile()
-        sys.setprofile(self._profile)
+        self._previous = sys.gettrace()
+        sys.settrace(self._trace)
         return self
 
     def __exit__(self, *exc) -> None:
-        sys.setprofile(self._previous)
+        sys.settrace(self._previous)
