@@ -55,3 +55,25 @@ def test_module_calls_that_run_no_operator_are_counted_apart():
     model = nn.Sequential(nn.Linear(8, 8), nn.Identity(), nn.Dropout(0.1), nn.Identity()).eval()
     w = count_module(model.to("meta"), torch.empty(2, 8, device="meta"), "fp16")
     assert (w.module_calls, w.empty_module_calls) == (5, 3)   # the Sequential, the Linear and three empty ones
+
+
+class CopiesFromCpu(nn.Module):
+    """Makes a tensor on the CPU in forward and moves it to the input's device (Gemma-3's and MPNet's pattern
+    that breaks CUDA-graph capture)."""
+
+    def __init__(self, copy: bool):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.copy = copy
+
+    def forward(self, x):
+        if self.copy:
+            x = x + torch.arange(8).to(x.device, x.dtype)
+        return self.lin(x)
+
+
+def test_a_forward_that_copies_a_cpu_tensor_to_the_device_is_noted():
+    x = torch.empty(2, 8, device="meta")
+    noted = count_module(CopiesFromCpu(True).to("meta"), x, "fp16").notes
+    assert any("CUDA-graph capture fails" in n and "(1x)" in n for n in noted)
+    assert not any("CUDA-graph" in n for n in count_module(CopiesFromCpu(False).to("meta"), x, "fp16").notes)

@@ -159,6 +159,7 @@ class _State:
         self.stack: list[str] = []
         self.module_calls = 0                        # nn.Module forward calls (host work in eager mode)
         self.empty_module_calls = 0                  # ... of which ran no operator (Identity, eval Dropout)
+        self.cpu_copies = 0                          # copies of CPU-made tensors to the device in forward
         self.records_at_entry: list[int] = []
         self.python = PythonCalls()                  # other Python calls (host work in eager mode)
         self.suppress = 0
@@ -323,6 +324,20 @@ class _State:
         return None
 
 
+_DEVICE_COPIES = frozenset({"aten._to_copy", "aten.copy_", "aten._copy_from"})
+CPU_COPY_NOTE = ("its forward copies a tensor made on the CPU to the device ({n}x): CUDA-graph capture fails "
+                 "on such a copy, so graph and compiled (CUDA-graph) latencies need the model changed first")
+
+
+def _copies_from_cpu(args: tuple, out) -> bool:
+    """A copy whose source is a CPU tensor and whose result is not (a model on the meta device, as library
+    models are counted; for a model counted through fake tensors every device reads as the CPU)."""
+    source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) and isinstance(out, torch.Tensor) \
+        and out is args[0] else (args[0] if args and isinstance(args[0], torch.Tensor) else None)
+    return (source is not None and isinstance(out, torch.Tensor) and source.device.type == "cpu"
+            and out.device.type != "cpu")
+
+
 class _DispatchCounter(TorchDispatchMode):
     def __init__(self, state: _State):
         super().__init__()
@@ -342,6 +357,8 @@ class _DispatchCounter(TorchDispatchMode):
             out = (shape_function(name) or func)(*args, **kwargs)
         finally:
             self.state.python.depth -= 1
+        if name in _DEVICE_COPIES and not self.state.suppress and _copies_from_cpu(args, out):
+            self.state.cpu_copies += 1
         if not self.state.suppress:
             self.state.record(name, args, kwargs, out)
         return out
@@ -555,7 +572,8 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
         param_bytes=float(sum(p.numel() * state.itemsize(p) for p in params)), input_bytes=input_bytes,
         activation_peak_bytes=float(state.peak_bytes), unsupported_ops=unsupported, source=source,
         lowering=lowering, assumptions=tuple(state.host.assumptions), module_calls=state.module_calls,
-        python_calls=state.python.calls, empty_module_calls=state.empty_module_calls)
+        python_calls=state.python.calls, empty_module_calls=state.empty_module_calls,
+        notes=(CPU_COPY_NOTE.format(n=state.cpu_copies),) if state.cpu_copies else ())
 
 
 def _count_source(source: ModelSource, batch: int, dtype: str, strict: bool, label: str, meta: bool,
