@@ -139,3 +139,18 @@ def test_result_dump_adds_human_units_and_hides_closeness():
     assert isinstance(rec["advice"], list)
     assert d["rejected"] == [{"hardware": "slow-gpu", "reason": "164 us at batch 8 > 100 us"}]
     assert d["constraints"]["dtypes"] == ["fp16"] and d["rank_by"] == "efficiency"
+
+
+def test_a_model_cuda_graphs_cannot_capture_is_said_in_graph_mode_only():
+    from dataclasses import replace
+
+    from tops_advisor.counting.counter import CPU_COPY_NOTE
+
+    note = CPU_COPY_NOTE.format(n=2)
+
+    def uncapturable(batch: int, dtype: str) -> Workload:
+        return replace(stream(batch, dtype), notes=(note,))
+
+    assert note in recommend(uncapturable, [FAST, SLOW], Constraints(batch=1, mode="graph")).notes
+    assert note not in recommend(uncapturable, [FAST, SLOW], Constraints(batch=1, mode="eager")).notes
+    assert note not in recommend(stream, [FAST, SLOW], Constraints(batch=1, mode="graph")).notes
