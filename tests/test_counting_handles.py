@@ -68,12 +68,13 @@ def test_conv2d_grouped():
     assert op.bytes_written == 2 * 16 * 100 * 4                          # 12800
 
 
-def test_conv_records_unit_stride():
-    # cuDNN's Winograd needs stride 1 and dilation 1 (roofline/rates.winograd_speedup)
+def test_conv_records_stride_and_dilation():
+    # cuDNN's Winograd needs stride 1 and dilation 1 (roofline/rates.winograd_speedup); channels-last dilated
+    # depthwise convolutions run a slow kernel (rates.depthwise_rate): the largest of each is recorded
     x = torch.randn(1, 4, 8, 8)
-    flags = [only(count_module(nn.Conv2d(4, 4, 3, bias=False, **kw), x)).gemm.unit_stride
-             for kw in ({"padding": 1}, {"stride": 2}, {"dilation": 2}, {"stride": (1, 2)})]
-    assert flags == [True, False, False, False]
+    shapes = [only(count_module(nn.Conv2d(4, 4, 3, bias=False, **kw), x)).gemm
+              for kw in ({"padding": 1}, {"stride": 2}, {"dilation": 2}, {"stride": (1, 2)})]
+    assert [(g.stride, g.dilation) for g in shapes] == [(1, 1), (2, 1), (1, 2), (2, 1)]
 
 
 def test_conv2d_depthwise_with_bias():

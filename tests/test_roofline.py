@@ -223,17 +223,17 @@ def test_winograd_speeds_up_only_plain_fp32_3x3_stride_1_convolutions():
         w = one_op(1e12, 1e3, kind="conv", dtype=dtype, gemm=replace(shape, **over))
         return predict(w, on, perf=p).ops[0].compute_s
 
-    base = compute_s(unit_stride=False)
+    base = compute_s(stride=2)
     assert compute_s() == pytest.approx(base / 2.0)
     assert compute_s(window=25) == pytest.approx(base)                     # 5x5: no Winograd
-    assert compute_s(batch=4) == pytest.approx(compute_s(batch=4, unit_stride=False))   # grouped
-    assert compute_s("fp16") == pytest.approx(compute_s("fp16", unit_stride=False))   # tensor cores
+    assert compute_s(batch=4) == pytest.approx(compute_s(batch=4, stride=2))   # grouped
+    assert compute_s("fp16") == pytest.approx(compute_s("fp16", stride=2))   # tensor cores
     amd = make_hardware(vendor="AMD", dense_tops={"fp32": 10, "fp16": 100})
     amd_perf = device_perf(amd, defaults=replace(ROUND, winograd_speedup=Default(2.0, "test")))
-    assert compute_s(on=amd, p=amd_perf) == pytest.approx(compute_s(on=amd, p=amd_perf, unit_stride=False))
+    assert compute_s(on=amd, p=amd_perf) == pytest.approx(compute_s(on=amd, p=amd_perf, stride=2))
     # with TF32 (HW) the fp32 convolution runs in TF32 on tensor cores: unchanged
     tf32 = device_perf(HW, defaults=replace(ROUND, winograd_speedup=Default(2.0, "test")))
-    assert compute_s(on=HW, p=tf32) == pytest.approx(compute_s(on=HW, p=tf32, unit_stride=False))
+    assert compute_s(on=HW, p=tf32) == pytest.approx(compute_s(on=HW, p=tf32, stride=2))
 
 
 def test_missing_precision_names_what_the_device_has():

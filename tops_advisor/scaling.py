@@ -46,7 +46,7 @@ def batch_affine(w1: Workload, w2: Workload, batch: int) -> Workload:
             gemm = GemmShape(_lerp_int(a.gemm.m, b.gemm.m, t), _lerp_int(a.gemm.n, b.gemm.n, t),
                              _lerp_int(a.gemm.k, b.gemm.k, t), _lerp_int(a.gemm.batch, b.gemm.batch, t),
                              window=a.gemm.window, spatial_dims=a.gemm.spatial_dims, stride=a.gemm.stride,
-                             unit_stride=a.gemm.unit_stride)
+                             dilation=a.gemm.dilation)
         ops.append(replace(
             a, flops=max(_lerp(a.flops, b.flops, t), 0.0), bytes_read=max(_lerp(a.bytes_read, b.bytes_read, t), 0.0),
             bytes_written=max(_lerp(a.bytes_written, b.bytes_written, t), 0.0), gemm=gemm))

@@ -45,8 +45,8 @@ class GemmShape:
     batch: int = 1
     window: int = field(default=1, compare=False)
     spatial_dims: int = field(default=0, compare=False)   # convolutions: 1, 2 or 3 (0: not a convolution)
-    stride: int = field(default=1, compare=False)         # convolutions: the first spatial stride
-    unit_stride: bool = field(default=True, compare=False)  # convolutions: stride 1 and dilation 1 everywhere
+    stride: int = field(default=1, compare=False)         # convolutions: the largest spatial stride
+    dilation: int = field(default=1, compare=False)       # convolutions: the largest dilation
 
 
 @dataclass(frozen=True)

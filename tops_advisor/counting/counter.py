@@ -329,12 +329,12 @@ CPU_COPY_NOTE = ("its forward copies a tensor made on the CPU to the device ({n}
                  "on such a copy, so graph and compiled (CUDA-graph) latencies need the model changed first")
 
 
-def _copies_from_cpu(args: tuple, out) -> bool:
+def _copies_from_cpu(name: str, args: tuple, out) -> bool:
     """A copy whose source is a CPU tensor and whose result is not (a model on the meta device, as library
-    models are counted; for a model counted through fake tensors every device reads as the CPU)."""
-    source = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) and isinstance(out, torch.Tensor) \
-        and out is args[0] else (args[0] if args and isinstance(args[0], torch.Tensor) else None)
-    return (source is not None and isinstance(out, torch.Tensor) and source.device.type == "cpu"
+    models are counted; for a model counted through fake tensors every device reads as the CPU). The source
+    is ``copy_``'s second argument, the first of ``_to_copy`` and ``_copy_from``."""
+    source = args[1] if name == "aten.copy_" else args[0]
+    return (isinstance(source, torch.Tensor) and isinstance(out, torch.Tensor) and source.device.type == "cpu"
             and out.device.type != "cpu")
 
 
@@ -357,7 +357,7 @@ class _DispatchCounter(TorchDispatchMode):
             out = (shape_function(name) or func)(*args, **kwargs)
         finally:
             self.state.python.depth -= 1
-        if name in _DEVICE_COPIES and not self.state.suppress and _copies_from_cpu(args, out):
+        if name in _DEVICE_COPIES and not self.state.suppress and _copies_from_cpu(name, args, out):
             self.state.cpu_copies += 1
         if not self.state.suppress:
             self.state.record(name, args, kwargs, out)

@@ -203,17 +203,15 @@ def convolution(c: OpCall) -> Cost:
         n, k = w.shape[1] * kernel, w.shape[0] // groups
     # The convolution alone: PyTorch on CUDA adds the bias afterwards in a broadcast add over the output,
     # which the lowering inserts as an operator of its own (lowering.lower_pytorch_cuda, rewrite 1).
-    unit = all(int(s) == 1 for s in _ints(c.arg(3, "stride", 1))) and \
-        all(int(d) == 1 for d in _ints(c.arg(5, "dilation", 1)))
     return Cost("conv", 2.0 * m * n * k * groups, bytes_read=x.nbytes + w.nbytes,
                 param_bytes=sum(t.nbytes for t in (x, w) if t.is_param),
                 gemm=GemmShape(m, n, k, groups, window=kernel, spatial_dims=len(w.shape) - 2,
-                               stride=int(_ints(c.arg(3, "stride", 1))[0]), unit_stride=unit))
+                               stride=max(_ints(c.arg(3, "stride", 1))), dilation=max(_ints(c.arg(5, "dilation", 1)))))
 
 
 def _ints(value) -> tuple:
     """A stride or dilation argument as a tuple (an int or a list of ints)."""
-    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    return tuple(int(v) for v in value) if isinstance(value, (list, tuple)) else (int(value),)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -158,7 +158,7 @@ def _arrays(w: Workload) -> dict:
         "window": np.array([o.gemm.window if o.gemm else 1 for o in ops], dtype=np.float64),
         "spatial": np.array([o.gemm.spatial_dims if o.gemm else 0 for o in ops], dtype=np.float64),
         "stride": np.array([o.gemm.stride if o.gemm else 1 for o in ops], dtype=np.float64),
-        "unit_stride": np.array([o.gemm.unit_stride if o.gemm else True for o in ops], dtype=bool),
+        "dilation": np.array([o.gemm.dilation if o.gemm else 1 for o in ops], dtype=np.float64),
         "family": np.array([o.family for o in ops]),
     }
     _ARRAYS[id(w)] = (weakref.ref(w), a)

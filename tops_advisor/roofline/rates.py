@@ -109,7 +109,7 @@ def winograd_speedup(a: dict, hw: Hardware, precision: str, d: RooflineDefaults)
     no groups: ``RooflineDefaults.winograd_speedup``."""
     if precision != "fp32" or hw.vendor != "NVIDIA":
         return np.ones(a["window"].shape[0])
-    eligible = (a["window"] == 9) & (a["spatial"] == 2) & (a["b"] <= 1) & a["unit_stride"]
+    eligible = (a["window"] == 9) & (a["spatial"] == 2) & (a["b"] <= 1) & (a["stride"] == 1) & (a["dilation"] == 1)
     return np.where(eligible, d.winograd_speedup.value, 1.0)
 
 
@@ -174,8 +174,7 @@ def depthwise_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
     factor = np.where(a["spatial"] == 1, d.depthwise_1d_vector_factor[wide], d.depthwise_vector_factor[wide])
     channels_last = a["family"] == CHANNELS_LAST_FAMILY
     factor = np.where(channels_last, d.depthwise_channels_last_vector_factor[wide], factor)
-    # dilated: stride 1 but not unit_stride (``unit_stride`` is stride 1 and dilation 1)
-    dilated = channels_last & ~a["unit_stride"] & (a["stride"] == 1)
+    dilated = channels_last & (a["dilation"] > 1)
     factor = np.where(dilated, d.depthwise_dilated_channels_last_vector_factor.value, factor)
     return perf.vector_ops_per_s * factor
 
