@@ -284,7 +284,9 @@ _MODE_ASSUMPTION = {
 def _assumptions(mode: str, perf: DevicePerf, dtype: str, tf32_matmul: bool) -> tuple[str, ...]:
     out = (f"mode {mode}: " + _MODE_ASSUMPTION[mode],
            *perf.assumptions)
-    if dtype == "fp32":
+    if dtype == "fp32" and "tf32" not in perf.hardware.dense_tops:
+        out += (f"fp32: plain FP32 on CUDA cores ({perf.hardware.id} has no TF32)",)
+    elif dtype == "fp32":
         out += ("fp32: convolutions in TF32 (PyTorch default), matmuls in "
                 + ("TF32 (--tf32)" if tf32_matmul else "plain FP32 (PyTorch default)"),)
     return out
