@@ -488,6 +488,27 @@ def test_thin_input_convolution_runs_at_the_cuda_core_rate():
     stem, _ = conv(64, 3, 49, stride=2)
     assert stem == pytest.approx(1e11 / (100e12 * ROUND.first_layer_conv_factor.value))
 
+def test_thin_input_convolution_channels_last_runs_cudnns_indexed_kernel():
+    """Channels-last (inductor's layout) thin stems run cuDNN's indexed NHWC tensor-core kernel: a share of
+    the datasheet fp16 peak (100 TFLOPS here) with the same K / (K + K0) term and a 32-output tile, so 16
+    outputs run at half the rate of 32; the ResNet stem has its own channels-last factor."""
+    from tops_advisor.workload import CHANNELS_LAST_FAMILY
+    perf = device_perf(HW, defaults=replace(ROUND, thin_conv_architectures=("Toy",)))
+
+    def conv(n: int, cin: int, window: int, stride: int = 1, family: str = CHANNELS_LAST_FAMILY):
+        w = one_op(1e11, 1e3, kind="conv", family=family,
+                   gemm=GemmShape(64 * 112 * 112, n, cin * window, 1, window=window, spatial_dims=2,
+                                  stride=stride))
+        return predict(w, HW, perf=perf).ops[0].compute_s
+
+    share = ROUND.thin_conv_channels_last_factor.value * 27 / (27 + ROUND.thin_conv_k0.value)
+    assert conv(32, 3, 9, stride=2) == pytest.approx(1e11 / (100e12 * share))
+    assert conv(16, 3, 9, stride=2) == pytest.approx(2 * conv(32, 3, 9, stride=2))
+    assert conv(32, 3, 9, stride=2) != pytest.approx(conv(32, 3, 9, stride=2, family=""))
+    stem = conv(64, 3, 49, stride=2)
+    assert stem == pytest.approx(1e11 / (100e12 * ROUND.first_layer_channels_last_factor.value))
+
+
 def test_matmul_fraction_per_architecture_and_precision_comes_first():
     # Toy architecture: fp16 at 0.25 of its 100 TOPS, the others at the vendor's 0.5
     d = replace(ROUND, matmul_fraction_by_architecture_precision={("Toy", "fp16"): Default(0.25, "test")})

@@ -231,6 +231,27 @@ class RooflineDefaults:
     # 36 and 46 TFLOPS at batch 8 and 128, median 41 = 0.041 of the 989.5 TFLOPS fp16 peak.
     first_layer_conv_factor: Default = Default(0.041, "H200 sweep: cuDNN image_first_layer kernel, 7x7/s2 3->64, "
                                                       "36 and 46 of 989.5 fp16 TFLOPS (h200_slow_ops_sweep.json)")
+    # Channels-last (inductor's layout, ``family == "channels_last"``) thin-input stems run other cuDNN kernels
+    # than NCHW ones. H200 compiled traces at batch 32 fp16 (benchmarks/results/h200_compiled.json,
+    # h200_compiled_run2.json, blind16/post/compiled_deeplab.json; fitting models, not a blind round):
+    # overlapping windows run the tensor-core ``sm80_xmma_fprop_implicit_gemm_indexed_wo_smem ... nhwc
+    # tilesize128x32x16`` kernel: VGG-16 25.5 TFLOPS, ConvNeXt-T 26.8, MobileNetV2 24.4, EfficientNet-B0 24.2,
+    # Inception-v3 23.8, ShuffleNet-V2 18.5 (24 outputs), UNet 23.3, AlexNet's 11x11/4 39.1, DeepLabV3-MNV3
+    # 12.3 (16 outputs). The NCHW form K / (K + K0) with the NCHW K0 and the kernel's 32-output tile
+    # (outputs / (32 x ceil(outputs / 32))) leaves 42-53 TFLOPS, median 50.2 = 0.0507 of the 989.5 fp16 peak
+    # (worst: AlexNet predicted 19% fast, ConvNeXt 17%). Where that was 3-channel 3x3 stems at the NCHW rule's
+    # 9 TFLOPS, compiled VGG-16 b32 was predicted 17% slow. The ResNet stem (7x7/s2/64) runs the
+    # ``image_first_layer ... nhwc ... k64c4r7s7`` kernel behind two ``nhwcAddPadding`` kernels: 74.1 us for
+    # 7.55 GFLOP (ResNet-50 fp16 and AMP, ResNeXt-50: 74.2-74.9 us), 102 TFLOPS = 0.103 of the fp16 peak,
+    # where its NCHW form reaches 0.041. Patch embeddings in graphs inductor keeps NCHW (ViT, DiT) keep the
+    # NCHW rule (their traces run the CUDA-core implicit_convolve_sgemm kernel at its rate).
+    thin_conv_channels_last_factor: Default = Default(
+        0.0507, "H200 compiled traces, 9 channels-last stems at batch 32 fp16: 42-53 TFLOPS after the K / (K + "
+                "K0) and 32-output-tile terms, median 50.2 of 989.5")
+    thin_conv_channels_last_tile: int = 32
+    first_layer_channels_last_factor: Default = Default(
+        0.103, "H200 compiled traces: channels-last image_first_layer 7x7/s2 3->64 plus its padding kernels, "
+               "7.55 GFLOP in 74.1-74.9 us (ResNet-50 fp16/AMP, ResNeXt-50)")
     resident_threads_per_unit: float = 2048.0  # threads resident per SM (Volta, Ampere A100, Hopper; GA10x/Ada 1536)
     special_function_per_clock: float = 16.0  # exp2 per clock per SM, compute capability 5.x-9.0 (CUDA guide)
     attention_block_rows: float = 128.0

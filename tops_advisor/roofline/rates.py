@@ -124,9 +124,12 @@ def conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
     d = perf.defaults
     thin = thin_input(a, precision, d) & (perf.hardware.architecture in d.thin_conv_architectures)
     first_layer = thin & (a["window"] == 49) & (a["stride"] == 2) & (a["n"] == 64) & (a["k"] <= 4 * 49)
-    rate = np.where(thin, thin_conv_rate(a, perf), rate)
     datasheet = perf.hardware.dense_tops.get(precision, 0.0) * 1e12
-    return np.where(first_layer & (datasheet > 0), datasheet * d.first_layer_conv_factor.value, rate)
+    channels_last = (a["family"] == CHANNELS_LAST_FAMILY) & (datasheet > 0)
+    rate = np.where(thin, np.where(channels_last, thin_channels_last_rate(a, datasheet, d),
+                                   thin_conv_rate(a, perf)), rate)
+    first = np.where(channels_last, d.first_layer_channels_last_factor.value, d.first_layer_conv_factor.value)
+    return np.where(first_layer & (datasheet > 0), datasheet * first, rate)
 
 
 def thin_input(a: dict, precision: str, d: RooflineDefaults) -> np.ndarray:
@@ -145,6 +148,14 @@ def thin_conv_rate(a: dict, perf: DevicePerf) -> np.ndarray:
     fp32 = perf.hardware.dense_tops.get("fp32")
     peak = fp32 * 1e12 if fp32 is not None else perf.vector_ops_per_s / d.vector_fraction.value
     return peak * d.thin_conv_fp32_factor.value * a["k"] / (a["k"] + d.thin_conv_k0.value)
+
+
+def thin_channels_last_rate(a: dict, datasheet: float, d: RooflineDefaults) -> np.ndarray:
+    """A thin-input convolution channels-last: cuDNN's indexed NHWC tensor-core kernel, a share of the
+    datasheet peak with the NCHW rule's fixed cost per output element and the kernel's output-channel tile."""
+    tile = d.thin_conv_channels_last_tile
+    used = a["n"] / (tile * np.ceil(a["n"] / tile))
+    return datasheet * d.thin_conv_channels_last_factor.value * a["k"] / (a["k"] + d.thin_conv_k0.value) * used
 
 
 def grouped_channels_last_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
