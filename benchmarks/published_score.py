@@ -10,7 +10,8 @@ error = (predicted - measured) / measured on latency. Throughput becomes latency
 (tokens: tokens in the pass / tokens per second; TFLOPS: 2*M*N*K / TFLOPS).
 
 How each record is predicted:
-- a model file (``examples/*.py``): ``ModelCosts`` + ``predict``; ``run`` eager -> mode "eager", cuda-graph
+- a model file (``examples/*.py``) or a library model by name (``timm:NAME``, ``torchvision:NAME``,
+  ``hf:PATH_OR_ID``; needs the ``[models]`` extra): ``ModelCosts`` + ``predict``; ``run`` eager -> mode "eager", cuda-graph
   -> "graph"; amp is predicted as an eager run at fp16 and compiled as a graph run, both flagged
   "mode not modelled" (the tool has no autocast or compiler model);
 - an LLM preset (``llm:<preset>``): ``analyze_llm`` in graph mode at the record's phase, context and tensor
@@ -98,7 +99,22 @@ def _workload_problems(workload: str, root: Path) -> list[str]:
         dims = workload[5:].split("x")
         ok = len(dims) == 3 and all(d.isdigit() and int(d) > 0 for d in dims)
         return [] if ok else [f"bad GEMM shape {workload!r} (want gemm:MxNxK)"]
+    if is_library_spec(workload):
+        name = workload.split(":", 1)[1]
+        ok = bool(name) and not any(c.isspace() for c in name)
+        return [] if ok else [f"bad library model {workload!r} (want timm:NAME, torchvision:NAME or hf:PATH_OR_ID)"]
     return [] if (root / workload).is_file() else [f"no model file {workload!r}"]
+
+
+def is_library_spec(workload: str) -> bool:
+    """A library model named in the tool's own syntax (``tops_advisor.counting.library_models.PREFIXES``)."""
+    from tops_advisor.counting.library_models import is_library_spec as library_spec
+    return library_spec(workload)
+
+
+def model_spec(workload: str) -> str | Path:
+    """What ``ModelCosts`` counts: a library spec as it is, a model file under the repository root."""
+    return workload if is_library_spec(workload) else ROOT / workload
 
 
 def source_problems(doc: dict) -> list[str]:
@@ -178,7 +194,7 @@ class Predictor:
             dtype = "amp"   # an fp32 model under autocast (counting/amp.py)
         key = (rec["workload"], dtype)
         if key not in self._costs:
-            self._costs[key] = ModelCosts(ROOT / rec["workload"], base_dtype=dtype)
+            self._costs[key] = ModelCosts(model_spec(rec["workload"]), base_dtype=dtype)
         w = self._costs[key].at(rec["batch"], dtype)
         if rec.get("layout") == "channels_last":
             from tops_advisor.counting.fusion import channels_last_convs
@@ -283,7 +299,7 @@ BANDS_COMMAND = "python benchmarks/published_score.py --write-bands"
 
 
 def record_kind(workload: str) -> str:
-    """'llm' (an LLM preset), 'gemm' (one matmul) or 'model' (an example model file)."""
+    """'llm' (an LLM preset), 'gemm' (one matmul) or 'model' (a model file or a library model)."""
     return "llm" if workload.startswith("llm:") else "gemm" if workload.startswith("gemm:") else "model"
 
 

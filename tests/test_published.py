@@ -62,6 +62,18 @@ def test_problems_are_reported():
     assert "bad GEMM shape" in " ".join(ps.record_problems({**bad, "workload": "gemm:1x2"}, CARD_IDS))
 
 
+def test_library_models_are_workloads():
+    rec = {"card": "t4", "workload": "timm:resnext101_32x4d", "batch": 1, "precision": "fp32", "run": "eager",
+           "metric": "throughput_per_s", "value": 55, "pointer": "x"}
+    assert ps.record_problems(rec, CARD_IDS) == []
+    assert ps.record_problems({**rec, "workload": "torchvision:resnet18"}, CARD_IDS) == []
+    assert ps.record_problems({**rec, "workload": "timm:"}, CARD_IDS)[0].startswith("bad library model 'timm:'")
+    assert ps.record_problems({**rec, "workload": "keras:resnet50"}, CARD_IDS) == ["no model file 'keras:resnet50'"]
+    assert ps.model_spec("timm:resnext101_32x4d") == "timm:resnext101_32x4d"   # counted by name, not as a path
+    assert ps.model_spec("examples/resnet50.py") == ROOT / "examples" / "resnet50.py"
+    assert ps.record_kind("timm:resnext101_32x4d") == "model"
+
+
 def test_measured_latency_conversions():
     # 1024 x 1024 x 1024 at 2.147... TFLOPS: 2 * 1024^3 = 2.147e9 operations -> 1 ms
     gemm = {"workload": "gemm:1024x1024x1024", "metric": "tflops", "value": 2 * 1024**3 / 1e9, "batch": 1}
