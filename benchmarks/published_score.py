@@ -394,7 +394,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write-bands", nargs="?", const=BANDS_PATH, type=Path, metavar="PATH",
                     help="also write the per-card error bands the CLI quotes (default: %(const)s)")
     args = ap.parse_args(argv)
-    rows = score(load_sources(args.data), Predictor(engines=not args.no_engines))
+    from tops_advisor.errors import TopsAdvisorError
+    try:
+        rows = score(load_sources(args.data), Predictor(engines=not args.no_engines))
+    except TopsAdvisorError as exc:   # e.g. a timm: record without timm installed
+        print(f"error: {exc}" + (f" ({exc.hint})" if exc.hint else ""), file=sys.stderr)
+        return 2
     rows = [r for r in rows if record_kind(r.workload) != "model" or r.batch >= args.min_model_batch]
     summ = summary(rows)
     if args.write_bands:
