@@ -20,10 +20,10 @@ if [ "$part" = 1 ]; then
   launch p1_start
   measure fp16 "$all" 1,8,32,128 fp16 eager,graph 230
   launch p1_mid
-  measure fp32 "$all" 1,32 fp32 eager,graph 90
-  measure amp "$all" 1,32 amp eager,graph 90
+  measure fp32 "$all" 1,32 fp32 eager,graph 80
+  measure amp "$all" 1,32 amp eager,graph 80
   launch p1_end
-  measure compiled_p1 "$all" 1,32 fp16 graph,compiled 150
+  measure compiled_p1 "$all" 1,32 fp16 graph,compiled 110
 else
   launch p2_start
   measure compiled_p2 "$reverse" 1,32 fp16 graph,compiled 500
