@@ -105,6 +105,38 @@ def test_conv1d_and_conv3d():
     assert add.name == "aten.add" and add.bytes_written == 4 * 64 * 4   # the bias add over the output
 
 
+class _SplitConv(nn.Module):
+    """MixNet's mixed convolution: a channel split, one convolution per part."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.Conv2d(4, 4, 5, padding=2, bias=False)
+
+    def forward(self, x):
+        xa, xb = x.split(4, dim=1)
+        return torch.cat([self.a(xa), self.b(xb)], 1)
+
+
+def test_strided_convolution_input_is_copied_dense_first():
+    """PyTorch copies a convolution input that is dense in neither layout (a channel slice of a batch);
+    at batch 1 the slice is dense, and a transposed 1-D sequence is a channels-last input: no copy."""
+    ops = count_module(_SplitConv(), torch.randn(2, 8, 6, 6)).ops
+    copies = [o for o in ops if o.name == "aten.contiguous"]
+    assert len(copies) == 2 and all(c.internal and c.kind == "copy" for c in copies)
+    assert copies[0].bytes_read == copies[0].bytes_written == 2 * 4 * 36 * 4
+    assert not [o for o in count_module(_SplitConv(), torch.randn(1, 8, 6, 6)).ops if o.name == "aten.contiguous"]
+
+    class Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv1d(8, 8, 3, bias=False)
+
+        def forward(self, x):
+            return self.conv(x.transpose(1, 2))
+
+    assert [o.name for o in count_module(Seq(), torch.randn(2, 10, 8)).ops] == ["aten.convolution"]
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_sdpa_is_one_fused_op(causal):
     q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))

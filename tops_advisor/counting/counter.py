@@ -123,6 +123,19 @@ def _strided(t: torch.Tensor) -> bool:
         return False
 
 
+def _not_dense(x: torch.Tensor) -> bool:
+    """A convolution input PyTorch copies before cuDNN: dense in neither NCHW nor channels-last once a 1-D
+    input is viewed as 2-D (N, C, 1, L), as ``_convolution`` does (so a transposed (N, L, C) sequence is a
+    channels-last input, not a copy, while a channel slice of a batch is one)."""
+    try:
+        x4 = x.unsqueeze(2) if x.dim() == 3 else x
+        if x4.dim() != 4 or x4.numel() <= 1:
+            return x4.dim() == 5 and not x4.is_contiguous()
+        return not (x4.is_contiguous() or x4.is_contiguous(memory_format=torch.channels_last))
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
 def _family(name: str, ins: list[torch.Tensor]) -> str:
     """``OP_FAMILY``; bilinear upsampling of a channels-last input runs PyTorch's NHWC kernel (parallel over
     every element), not the NCHW one the family stands for (HF SegFormer's decode head: 2.85 ms at batch 128
@@ -308,11 +321,7 @@ class _State:
                infos: dict[int, TensorInfo]) -> OpFacts | None:
         """What a lowering needs to know about this call (None: nothing)."""
         if name in _CONVOLUTIONS:
-            bias = args[2] if len(args) > 2 else None
-            if not isinstance(bias, torch.Tensor) or not outs:
-                return None
-            return OpFacts(conv_bias_bytes=infos[id(bias)].nbytes, conv_out_elements=outs[0].numel(),
-                           conv_out_bytes=float(sum(t.numel() * self.itemsize(t) for t in outs)))
+            return self._conv_facts(args, outs, infos)
         if name == _SDPA:
             qkv = _qkv(args, kwargs)
             if not all(isinstance(t, torch.Tensor) for t in qkv):
@@ -322,6 +331,17 @@ class _State:
         if name in _COPIES and ins and id(ins[0]) in self.attention_transposed:
             return OpFacts(copies_attention_output=True)
         return None
+
+
+    def _conv_facts(self, args: tuple, outs: list[torch.Tensor], infos: dict[int, TensorInfo]) -> OpFacts | None:
+        """A convolution's bias (added after cuDNN) and its input when strided (copied dense first)."""
+        x, bias = args[0] if args else None, args[2] if len(args) > 2 else None
+        copy = infos[id(x)].nbytes if isinstance(x, torch.Tensor) and _not_dense(x) else 0.0
+        if not isinstance(bias, torch.Tensor) or not outs:
+            return OpFacts(conv_input_copy_bytes=copy) if copy else None
+        return OpFacts(conv_bias_bytes=infos[id(bias)].nbytes, conv_out_elements=outs[0].numel(),
+                       conv_out_bytes=float(sum(t.numel() * self.itemsize(t) for t in outs)),
+                       conv_input_copy_bytes=copy)
 
 
 _DEVICE_COPIES = frozenset({"aten._to_copy", "aten.copy_", "aten._copy_from"})

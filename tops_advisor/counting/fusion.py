@@ -191,7 +191,7 @@ def _nodes(ops: Iterable) -> list[_Node]:
             rename[flow.writes[0].id] = reads[0].id   # a view of SDPA's output on a GPU
             continue
         record, pads = _pad_mm(_channels_last(record) if channels_last else record)
-        pads += _sdpa_padding(record, facts)
+        pads += _sdpa_padding(record, facts) + (conv_input_copy(record, facts) if facts is not None else [])
         nodes.extend(_Node(r, (), (), 0.0, "alone") for r in pads)
         # the record's parameter bytes: a gather (embedding) reads the rows it takes, not the whole table
         node = _Node(record, reads, flow.writes, record.param_bytes, role(record))
@@ -210,6 +210,15 @@ def _nodes(ops: Iterable) -> list[_Node]:
                 facts.conv_bias_bytes, "pointwise"))
             rename[out.id] = biased.id
     return nodes
+
+
+def conv_input_copy(conv: OpRecord, facts) -> list[OpRecord]:
+    """Rewrite 4: the dense copy of a strided convolution input, launched inside the convolution's call."""
+    if not facts.conv_input_copy_bytes:
+        return []
+    n = facts.conv_input_copy_bytes
+    return [OpRecord(name="aten.contiguous", kind="copy", module=conv.module, flops=0.0, bytes_read=n,
+                     bytes_written=n, dtype=conv.dtype, kernels=1, strided=True, internal=True)]
 
 
 def _conv_class(g) -> str:
