@@ -156,3 +156,46 @@ def test_cli_count_json_reports_the_assumption(bert):
 def test_cli_input_shape_errors_in_one_line():
     result = CliRunner().invoke(cli, ["count", "timm:resnet18", "--input-shape", "3x2y"])
     assert result.exit_code == 2 and "not a shape" in result.stderr
+
+
+def test_builder_that_reads_its_own_tensors_builds_with_parameters_on_meta():
+    """torchvision's RegNet computes its block widths with torch and calls .tolist(): impossible under
+    torch.device("meta"); the builder runs on the CPU with each parameter moved to meta as it is made."""
+    import torch
+
+    from tops_advisor.counting.library_models import LibraryModel
+
+    def build():
+        widths = torch.round(torch.tensor([8.4, 15.6])).int().tolist()
+        return torch.nn.Sequential(torch.nn.Linear(widths[0], widths[1]), torch.nn.BatchNorm1d(widths[1]))
+
+    model = LibraryModel("torchvision:toy", build, lambda b: (torch.empty(b, 8),)).build()
+    assert [p.device.type for p in model.parameters()] == ["meta"] * 4
+    assert all(b.device.type == "meta" for b in model.buffers())
+    assert model[0].weight.shape == (16, 8) and model[0].weight.requires_grad
+    assert torch.nn.Module.register_parameter.__name__ == "register_parameter"   # restored
+
+
+def test_torchvision_regnet_x_counts():
+    pytest.importorskip("torchvision")
+    w = count(load_model("torchvision:regnet_x_400mf"), batch=1, dtype="fp16")
+    assert 0.75e9 < w.flops < 0.9e9     # torchvision's table: 0.41 GFLOPS (multiply-adds) at 224
+
+
+def test_autocast_region_on_the_meta_device_counts():
+    """A model that opens torch.autocast on its tensors' device type (timm's EfficientViT) counts."""
+    import torch
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            with torch.autocast(device_type=x.device.type, enabled=False):
+                return self.fc(x.float())
+
+    from tops_advisor.counting import count_module
+
+    w = count_module(Model(), torch.empty(2, 4, device="meta"), "fp16")
+    assert w.flops == 2 * 2 * 4 * 4

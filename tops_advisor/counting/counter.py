@@ -28,6 +28,7 @@ import warnings
 import weakref
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -506,6 +507,26 @@ def _path_hooks(module: torch.nn.Module, state: _State) -> list:
     return hooks
 
 
+@contextmanager
+def _autocast_on_cuda():
+    """A model that opens ``torch.autocast(device_type=x.device.type, ...)`` asks for the meta device's
+    autocast, which torch does not have ("unsupported scalarType", timm's EfficientViT): it gets the CUDA
+    device type its tensors would have on the GPU. Such a region changes nothing on meta tensors (torch's
+    autocast acts on the CUDA dispatch key; ``--dtype amp`` is counted by this counter's own casts)."""
+    from torch.amp import autocast_mode
+
+    init = autocast_mode.autocast.__init__
+
+    def on_cuda(self, device_type, *args, **kwargs):
+        init(self, "cuda" if device_type == "meta" else device_type, *args, **kwargs)
+
+    autocast_mode.autocast.__init__ = on_cuda
+    try:
+        yield
+    finally:
+        autocast_mode.autocast.__init__ = init
+
+
 def _run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, state: _State, on_meta: bool,
                  label: str) -> None:
     """One forward pass under the counting modes (fake tensors unless the model is on the meta device)."""
@@ -524,7 +545,7 @@ def _run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, state: _Sta
             if fake is not None:
                 fake.__enter__()
             try:
-                with _DispatchCounter(state), _FusedCounter(state), state.python:
+                with _DispatchCounter(state), _FusedCounter(state), state.python, _autocast_on_cuda():
                     module(*args, **kwargs)
             finally:
                 if fake is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,10 +64,16 @@ class LibraryModel:
 
     def build(self, meta: bool = True) -> torch.nn.Module:
         try:
-            if meta:
+            if not meta:
+                return self.build_fn()
+            try:
                 with torch.device("meta"):
                     return self.build_fn()
-            return self.build_fn()
+            except NotImplementedError as exc:   # the builder reads values of tensors it made (a meta tensor)
+                if "meta" not in str(exc):
+                    raise
+                with _parameters_on_meta():
+                    return self.build_fn()
         except ModelFileError:
             raise
         except Exception as exc:
@@ -75,6 +82,29 @@ class LibraryModel:
     def inputs(self, batch: int, meta: bool = True):
         with torch.device("meta" if meta else "cpu"):
             return self.inputs_fn(batch)
+
+
+@contextmanager
+def _parameters_on_meta():
+    """Build on the CPU but put each parameter and buffer on the meta device as it is registered, so their
+    initialisation costs nothing: for builders that compute their architecture with torch and read the
+    values back (torchvision's RegNet: ``torch.round(...).int().tolist()`` of the block widths), which fails
+    under ``torch.device("meta")``. Module attributes made on the CPU otherwise stay small."""
+    register_parameter, register_buffer = torch.nn.Module.register_parameter, torch.nn.Module.register_buffer
+
+    def parameter(module, name, param):
+        if param is not None:
+            param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+        register_parameter(module, name, param)
+
+    def buffer(module, name, tensor, persistent=True):
+        register_buffer(module, name, tensor.to("meta") if tensor is not None else None, persistent)
+
+    torch.nn.Module.register_parameter, torch.nn.Module.register_buffer = parameter, buffer
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter, torch.nn.Module.register_buffer = register_parameter, register_buffer
 
 
 def _import(name: str):
