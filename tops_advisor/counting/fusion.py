@@ -262,10 +262,12 @@ def _channels_last(record: OpRecord) -> OpRecord:
 
 
 def channels_last_convs(w: Workload) -> Workload:
-    """An eager workload run channels-last (``model.to(memory_format=torch.channels_last)``): cuDNN runs its
-    ungrouped 2-D convolutions as NHWC implicit GEMMs without the layout conversions, as under inductor
-    (``_as_gemm``); every other operator moves the same bytes in either layout."""
-    return replace(w, ops=tuple(_as_gemm(o) for o in w.ops))
+    """An eager workload run channels-last (``model.to(memory_format=torch.channels_last)``): cuDNN runs the
+    NHWC kernels it runs under inductor's channels-last layout (``_channels_last``): ungrouped 2-D
+    convolutions as implicit GEMMs without the layout conversions, grouped, depthwise and thin-input ones
+    marked ``family="channels_last"`` for their NHWC rates (``roofline.rates``); every other operator moves
+    the same bytes in either layout."""
+    return replace(w, ops=tuple(_channels_last(o) for o in w.ops))
 
 
 def _as_gemm(record: OpRecord) -> OpRecord:
