@@ -199,3 +199,15 @@ def test_autocast_region_on_the_meta_device_counts():
 
     w = count_module(Model(), torch.empty(2, 4, device="meta"), "fp16")
     assert w.flops == 2 * 2 * 4 * 4
+
+
+def test_image_config_notes_its_pixel_size_not_tokens(tmp_path):
+    """An image-only transformers config is described by its input image, not by a token count."""
+    pytest.importorskip("transformers")
+    cfg = {"model_type": "vit", "architectures": ["ViTModel"], "hidden_size": 32, "num_hidden_layers": 1,
+           "num_attention_heads": 2, "intermediate_size": 64, "image_size": 32, "patch_size": 16,
+           "num_channels": 3}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    notes = load_model(f"hf:{path}").notes
+    assert any("pixel values 3x32x32" in n for n in notes) and not any("tokens" in n for n in notes)

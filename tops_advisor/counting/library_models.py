@@ -226,16 +226,20 @@ def image_side(vision) -> tuple[int, int]:
     return (int(size), int(size)) if isinstance(size, int) else (int(size[0]), int(size[-1]))
 
 
+def input_kinds(config) -> tuple[bool, bool, bool, bool]:
+    """Which inputs the config asks for: (text, image, speech features, raw waveform)."""
+    speech = hasattr(config, "num_mel_bins")
+    waveform = getattr(config, "feat_extract_norm", None) is not None  # wav2vec2, HuBERT, WavLM: raw audio
+    has_text = hasattr(_sub(config, "text_config"), "vocab_size") and not speech and not waveform
+    return has_text, hasattr(_sub(config, "vision_config"), "num_channels"), speech, waveform
+
+
 def hf_inputs(config, seq: int, input_shape: tuple[int, ...] | None) -> Callable[[int], dict]:
     """Keyword inputs built from the config: token ids and an all-ones attention mask of ``seq`` tokens,
     pixel values at the config's image size, mel features for speech (``max_source_positions`` x 2 frames:
     Whisper's 30 s), one second of raw audio for waveform models, decoder ids for encoder-decoders."""
     vision = _sub(config, "vision_config")
-    text = _sub(config, "text_config")
-    has_image = hasattr(vision, "num_channels")
-    speech = hasattr(config, "num_mel_bins")
-    waveform = getattr(config, "feat_extract_norm", None) is not None  # wav2vec2, HuBERT, WavLM: raw audio
-    has_text = hasattr(text, "vocab_size") and not speech and not waveform
+    has_text, has_image, speech, waveform = input_kinds(config)
 
     def inputs(batch: int) -> dict:
         out: dict = {}
@@ -262,7 +266,13 @@ def hf_model(path_or_id: str, task: str | None = None, seq: int | None = None,
     transformers = _import("transformers")
     config = hf_config(transformers, path_or_id)
     seq = seq or DEFAULT_SEQ
-    notes = (f"{config.model_type}: {seq} tokens per sequence, attention mask all ones (no padding)",)
+    has_text, has_image = input_kinds(config)[:2]
+    notes = (f"{config.model_type}: {seq} tokens per sequence, attention mask all ones (no padding)",) \
+        if has_text else ()
+    if has_image:
+        vision = _sub(config, "vision_config")
+        shape = input_shape or (vision.num_channels, *image_side(vision))
+        notes += (f"{config.model_type}: pixel values {'x'.join(map(str, shape))} (the config's image size)",)
     if getattr(config, "_experts_implementation", None) == "eager":
         # The eager expert loop branches on routing values (`if expert_idx == num_experts`): on tensors without
         # values every expert would be skipped. The grouped GEMM does the same arithmetic without branching.
