@@ -211,3 +211,23 @@ def test_image_config_notes_its_pixel_size_not_tokens(tmp_path):
     path.write_text(json.dumps(cfg))
     notes = load_model(f"hf:{path}").notes
     assert any("pixel values 3x32x32" in n for n in notes) and not any("tokens" in n for n in notes)
+
+
+def test_autocast_disabled_region_stays_fp32_under_amp():
+    """--dtype amp counts autocast's casts, except where the model itself disables autocast."""
+    import torch
+
+    from tops_advisor.counting import count_module
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            y = self.a(x)
+            with torch.autocast(device_type=x.device.type, enabled=False):
+                return self.b(y.float())
+
+    ops = [o for o in count_module(Model(), torch.empty(2, 8, device="meta"), "amp").ops if o.kind == "matmul"]
+    assert [o.dtype for o in ops] == ["fp16", "fp32"]

@@ -186,6 +186,7 @@ class _State:
         self.attention_transposed: set[int] = set()  # ... and their transpose(1, 2) views
         self.flow = FlowTracker()                    # dataflow, for the inductor lowering
         self.autocast: Autocast | None = None        # dtype "amp": autocast's per-operator precision
+        self.autocast_off: list[bool] = []           # the model's own torch.autocast regions: disabled?
 
     def _hold(self, tensors: list[torch.Tensor], ids: set[int], keep: bool = True) -> None:
         """Remember tensors by id: kept alive (``keep``), or forgotten when freed, so no id is reused."""
@@ -206,6 +207,11 @@ class _State:
         return self.stack[-1] if self.stack else ""
 
     # --- tensors -------------------------------------------------------------------------------------
+    def casting(self) -> bool:
+        """--dtype amp casts here: not while counting is suppressed or inside a region the model's own code
+        runs with autocast disabled (``torch.autocast(..., enabled=False)``)."""
+        return self.autocast is not None and not self.suppress and not (self.autocast_off and self.autocast_off[-1])
+
     def itemsize(self, t: torch.Tensor) -> float:
         return float(t.element_size())
 
@@ -369,7 +375,7 @@ class _DispatchCounter(TorchDispatchMode):
         name = str(func.overloadpacket)
         if self.state.host.handles(name):
             return self.state.host.answer(name, func, args, kwargs)
-        if self.state.autocast is not None and not self.state.suppress:  # --dtype amp: autocast's casts
+        if self.state.casting():  # --dtype amp: autocast's casts
             args, kwargs = self.state.autocast.cast(name, args, kwargs, self.state.weight_key)
         from .meta_kernels import lookup as shape_function  # meta kernels that refuse dtypes the GPU runs
 
@@ -409,7 +415,7 @@ class _FusedCounter(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if self.state.autocast is not None and not self.state.suppress:  # before conv2d's own dtype checks
+        if self.state.casting():  # before conv2d's own dtype checks
             args, kwargs = self.state.autocast.cast_function(func, args, kwargs, self.state.weight_key)
         if func is MHA_FUNCTION and not self.state.suppress and mha_fused_on_cuda(args, kwargs):
             return self._fused_mha(func, args, kwargs)
@@ -508,23 +514,33 @@ def _path_hooks(module: torch.nn.Module, state: _State) -> list:
 
 
 @contextmanager
-def _autocast_on_cuda():
-    """A model that opens ``torch.autocast(device_type=x.device.type, ...)`` asks for the meta device's
-    autocast, which torch does not have ("unsupported scalarType", timm's EfficientViT): it gets the CUDA
-    device type its tensors would have on the GPU. Such a region changes nothing on meta tensors (torch's
-    autocast acts on the CUDA dispatch key; ``--dtype amp`` is counted by this counter's own casts)."""
+def _autocast_regions(state: _State):
+    """The model's own ``torch.autocast`` regions. One opened as ``torch.autocast(device_type=x.device.type)``
+    asks for the meta device's autocast, which torch does not have ("unsupported scalarType", timm's
+    EfficientViT): it gets the CUDA device type its tensors would have on the GPU. Torch's autocast acts on the
+    CUDA dispatch key, not on meta tensors; ``--dtype amp`` is this counter's own casts, which a region with
+    ``enabled=False`` switches off until it closes (EfficientViT's attention runs in fp32 that way)."""
     from torch.amp import autocast_mode
 
-    init = autocast_mode.autocast.__init__
+    cls = autocast_mode.autocast
+    init, enter, leave = cls.__init__, cls.__enter__, cls.__exit__
 
     def on_cuda(self, device_type, *args, **kwargs):
         init(self, "cuda" if device_type == "meta" else device_type, *args, **kwargs)
 
-    autocast_mode.autocast.__init__ = on_cuda
+    def entering(self):
+        state.autocast_off.append(not getattr(self, "_enabled", True))
+        return enter(self)
+
+    def leaving(self, *exc):
+        state.autocast_off.pop()
+        return leave(self, *exc)
+
+    cls.__init__, cls.__enter__, cls.__exit__ = on_cuda, entering, leaving
     try:
         yield
     finally:
-        autocast_mode.autocast.__init__ = init
+        cls.__init__, cls.__enter__, cls.__exit__ = init, enter, leave
 
 
 def _run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, state: _State, on_meta: bool,
@@ -545,7 +561,7 @@ def _run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, state: _Sta
             if fake is not None:
                 fake.__enter__()
             try:
-                with _DispatchCounter(state), _FusedCounter(state), state.python, _autocast_on_cuda():
+                with _DispatchCounter(state), _FusedCounter(state), state.python, _autocast_regions(state):
                     module(*args, **kwargs)
             finally:
                 if fake is not None:
