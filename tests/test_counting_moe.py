@@ -135,7 +135,8 @@ def test_mixtral_matrix_work_against_hand_formula(mixtral):
     head = 2 * t * H * VOCAB                                      # logits at every position
     matrix = LAYERS * (projections + router + experts + attention) + head
     counted = sum(op.flops for op in w.ops if op.kind in ("matmul", "attention"))
-    assert counted == matrix
+    rotary = 2 * (HEAD_DIM // 2) * seq   # transformers 5.17's rotary angles as a matmul, positions of batch 1
+    assert counted in (matrix, matrix + rotary)
     # The rest is vector work (norms, rotary, SiLU, softmax, routing): a few operations per element of
     # (tokens x H) tensors against thousands per row in the GEMMs, so well under a tenth of the total here.
     vector = sum(op.flops for op in w.ops) - counted
