@@ -129,10 +129,11 @@ def _not_dense(x: torch.Tensor) -> bool:
     input is viewed as 2-D (N, C, 1, L), as ``_convolution`` does (so a transposed (N, L, C) sequence is a
     channels-last input, not a copy, while a channel slice of a batch is one)."""
     try:
-        x4 = x.unsqueeze(2) if x.dim() == 3 else x
-        if x4.dim() != 4 or x4.numel() <= 1:
-            return x4.dim() == 5 and not x4.is_contiguous()
-        return not (x4.is_contiguous() or x4.is_contiguous(memory_format=torch.channels_last))
+        x = x.unsqueeze(2) if x.dim() == 3 else x
+        layout = {4: torch.channels_last, 5: torch.channels_last_3d}.get(x.dim())
+        if layout is None or x.numel() <= 1:
+            return False
+        return not (x.is_contiguous() or x.is_contiguous(memory_format=layout))
     except (RuntimeError, NotImplementedError):
         return False
 
