@@ -517,3 +517,29 @@ def test_matmul_fraction_per_architecture_and_precision_comes_first():
     assert perf.matrix_ops_per_s["fp32"] == pytest.approx(5e12)
     other = device_perf(make_hardware(architecture="Other"), defaults=d)
     assert other.matrix_ops_per_s["fp16"] == pytest.approx(50e12)
+
+
+def test_simt_convolutions_ramp_over_k_in_time_not_in_k():
+    """The K ramp's fixed time per tile, set by gemm_k_half K steps of the reference tensor-core tile, over
+    the time of one K step of a SIMT tile (rates.simt_conv_k_half): slow SIMT steps amortise it in few K."""
+    from tops_advisor.roofline.rates import simt_conv_k_half
+
+    hw = make_hardware(dense_tops={"fp32": 10, "fp16": 100})   # no TF32: fp32 convolutions run on SIMT units
+    d = replace(ROUND, gemm_k_half=48.0, gemm_k_half_reference_tile=(128.0, 256.0),
+                gemm_k_half_reference_rate_per_unit=Default(8e11, "test"))
+    perf = device_perf(hw, defaults=d)
+    # fixed time 48 x 2 x 128 x 256 / 8e11 = 3.93 us; SIMT step 2 x 128 x 128 / (5 TOPS / 100 units) = 0.655 us
+    assert simt_conv_k_half(perf, "fp32") == pytest.approx(6.0)
+    # a SIMT tile faster per step than the reference keeps the constant
+    fast = device_perf(hw, defaults=replace(d, gemm_k_half_reference_rate_per_unit=Default(1e9, "test")))
+    assert simt_conv_k_half(fast, "fp32") == 48.0
+
+    def compute_s(k, kind="conv", dtype="fp32"):
+        w = one_op(1e12, 1e3, kind=kind, dtype=dtype, gemm=GemmShape(4096, 256, k, 1, window=1, spatial_dims=2))
+        return predict(w, hw, perf=perf).ops[0].compute_s
+
+    # same operations, K 6 vs 12: conv ramps 6/12 and 12/18 (k_half 6); a SIMT matmul 6/54 and 12/60 (48)
+    assert compute_s(6) / compute_s(12) == pytest.approx((12 / 18) / (6 / 12))
+    assert compute_s(6, "matmul") / compute_s(12, "matmul") == pytest.approx((12 / 60) / (6 / 54))
+    # tensor-core convolutions keep the constant
+    assert compute_s(16, dtype="fp16") / compute_s(32, dtype="fp16") == pytest.approx((32 / 80) / (16 / 64))

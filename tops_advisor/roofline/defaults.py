@@ -56,9 +56,17 @@ class RooflineDefaults:
     # rule whose architecture (None: any) and memory-type prefix match the card wins; else the family below.
     # The memory controller sets it, so it is per generation, not per card.
     bandwidth_fraction_rules: tuple = (
-        ("Volta", "HBM2", Default(0.83, "Jia et al. 2018, 'Dissecting the NVIDIA Volta GPU Architecture via "
-                                        "Microbenchmarking' (arXiv:1804.06826): V100 global memory ~750 of 900 "
-                                        "GB/s (figure as recalled; the paper's table was not re-read for this)")),
+        # Volta HBM2: anchored to PyTorch's own fp32 elementwise kernel, not to cudaMemcpy. The per-kind factors
+        # below are ratios to the H200 probe's copy_, which there runs as fast as its torch.add (4,298 vs 4,374
+        # GB/s, add/copy 1.017: hardware_db/calibrations/h200-sxm.json). On a V100 the two differ: torch.add of
+        # two fp32 8192x8192 tensors moves 818.5 GB/s (0.91 of 900; github.com/ml-explore/mlx/pull/2330, "in
+        # PyTorch the same op has throughput of 818.5 GB/s", V100), cudaMemcpy device-to-device 739.8 GB/s
+        # (0.82; CUDA samples bandwidthTest on a Tesla V100-SXM2-16GB, github.com/router-gao/cuda-demo,
+        # cuda-samples/02-cuda-bandwidth.md). The models' memory-bound operators are SM kernels like torch.add,
+        # so the copy these factors refer to is the add's rate / 1.017 = 805 GB/s = 0.894 of 900.
+        ("Volta", "HBM2", Default(0.894, "V100 torch.add fp32 818.5 GB/s (ml-explore/mlx PR 2330) / the H200 "
+                                         "probe's add/copy ratio 1.017 (calibrations/h200-sxm.json), of 900 "
+                                         "GB/s; cudaMemcpy D2D reaches 739.8 (bandwidthTest, V100-SXM2-16GB)")),
         ("Ampere", "HBM2", Default(0.89, "github.com/xytpai/nvbench README, global_memory_bandwidth: A100-40GB "
                                          "1336-1380 GB/s of 1555 (HBM2; the 80GB HBM2e card shares the memory "
                                          "controller)")),
@@ -280,6 +288,18 @@ class RooflineDefaults:
     skinny_max_rows: int = 32
     # K below which a GEMM's prologue/epilogue dominates: efficiency k / (k + gemm_k_half).
     gemm_k_half: float = 48.0
+    # The K ramp is a fixed time per tile (prologue: the first loads' DRAM latency; epilogue: the write) over
+    # the time of one K step, so in K it shrinks as a tile's K step gets slower. gemm_k_half is for a 128 x
+    # 256 tensor-core tile at the H200's fp16 GEMM rate (probe: 794.4 TFLOPS / 132 SMs, hardware_db/
+    # calibrations/h200-sxm.json): one K step = 2 x 128 x 256 / 6.02e12 = 10.9 ns, so the fixed time is 48 x
+    # 10.9 ns = 0.52 us. A SIMT FP32 128 x 128 tile on a V100 (14.4 TFLOPS / 80 SMs) takes 182 ns per K step:
+    # k_half 2.9, where the constant 48 cost a 64-deep 1x1 convolution 43% of its rate. Applied to SIMT
+    # convolutions (``rates.simt_conv_k_half``): cards without TF32 (Volta, Turing), a class no H200 number
+    # was fitted on (the H200 runs fp32 convolutions in TF32). SIMT matmuls keep the constant: the SIMT tile
+    # set above was fitted on the H200 with it (H200 sweep, fp32 Linear layers).
+    gemm_k_half_reference_tile: tuple = (128.0, 256.0)
+    gemm_k_half_reference_rate_per_unit: Default = Default(
+        794.4e12 / 132, "H200 probe: fp16 GEMM 794.4 TFLOPS over 132 SMs (hardware_db/calibrations/h200-sxm.json)")
     # Alignment (bytes common to the row lengths n and k) -> fraction of the aligned rate. NVIDIA's "Matrix
     # Multiplication Background User's Guide" asks for multiples of 16 bytes; H200: GPT-2's LM head (n = 50257,
     # fp16, 2-byte alignment) ran at 94 TFLOPS where aligned GEMMs of that size reach ~700.

@@ -17,6 +17,8 @@ operators of that class): an operator's prediction never depends on the rest of 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..catalog import Hardware
@@ -72,9 +74,23 @@ def _tile_efficiency(a: dict, perf: DevicePerf, split_kind: str, precision: str,
     split = d.max_split_k[split_kind]
     elem = np.array([BYTES_PER_ELEMENT.get(str(t), 2.0) for t in a["dtype"]])
     elem = np.where(aligned | (a["dtype"] == "fp32"), 16.0, elem)  # fp32 matmuls: SIMT or TF32, no penalty
+    if simt and split_kind == "conv":
+        d = dataclasses.replace(d, gemm_k_half=simt_conv_k_half(perf, precision))
     return gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units,
                            min(split, d.max_split_k_simt) if simt else split, elem,
                            tiles=d.gemm_tiles_simt if simt else d.gemm_tiles, defaults=d)
+
+
+def simt_conv_k_half(perf: DevicePerf, precision: str) -> float:
+    """The K ramp's half point for a SIMT convolution on this card: the reference tile's fixed time
+    (``gemm_k_half`` K steps of a 128 x 256 tensor-core tile at the H200's fp16 rate) over the time of one K
+    step of the largest SIMT tile at this card's rate per compute unit; never above ``gemm_k_half``."""
+    d = perf.defaults
+    ref_m, ref_n = d.gemm_k_half_reference_tile
+    fixed_s = d.gemm_k_half * 2.0 * ref_m * ref_n / d.gemm_k_half_reference_rate_per_unit.value
+    tile_m, tile_n, _ = d.gemm_tiles_simt[0]
+    step_s = 2.0 * tile_m * tile_n / (_peak(perf, precision, "conv") / perf.compute_units)
+    return min(d.gemm_k_half, fixed_s / step_s)
 
 
 def gemm_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
