@@ -64,6 +64,10 @@ class Hardware(BaseModel):
     compute_units: PositiveInt | None = Field(default=None, description="SMs (NVIDIA) or CUs (AMD).")
     compute_unit_name: Literal["SM", "CU"] = "SM"
     boost_clock_mhz: PositiveFloat | None = None
+    sustained_clock_mhz: PositiveFloat | None = Field(
+        default=None, description="GPU clock a published measurement shows the card holding under a full load "
+                                  "at its power limit, MHz (GeForce GPU Boost runs above the rated boost clock); "
+                                  "the datasheet peaks are at boost_clock_mhz, so compute rates scale by the ratio.")
 
     tdp_w: PositiveFloat = Field(description="Board power / TDP / max TGP in watts (the top mode for modules).")
     power_modes_w: tuple[PositiveFloat, ...] = Field(default=(), description="Selectable power modes (Jetson).")
@@ -105,6 +109,9 @@ class Hardware(BaseModel):
                 raise ValueError(f"sparse_tops.{p} is given but dense_tops.{p} is not")
             if sparse < dense:
                 raise ValueError(f"sparse_tops.{p} = {sparse} is below dense_tops.{p} = {dense}; sparse >= dense")
+        if self.sustained_clock_mhz is not None and self.boost_clock_mhz is None:
+            raise ValueError("sustained_clock_mhz is given but boost_clock_mhz is not: the datasheet peaks are "
+                             "scaled by sustained / boost")
         keys = {s.key for s in self.sources}
         if len(keys) != len(self.sources):
             raise ValueError("two sources share one key")
@@ -145,6 +152,14 @@ class Hardware(BaseModel):
         return None if tops is None else tops * 1e12
 
     @property
+    def clock_scale(self) -> float:
+        """Sustained over rated boost clock (1.0 without a sustained clock): how far the clock-derived peaks
+        (tensor and CUDA-core rates; not memory bandwidth) move under load."""
+        if self.sustained_clock_mhz is None or self.boost_clock_mhz is None:
+            return 1.0
+        return self.sustained_clock_mhz / self.boost_clock_mhz
+
+    @property
     def pcie_bandwidth_bytes_per_s(self) -> float | None:
         """Per-direction PCIe payload bandwidth from generation and lanes, after line encoding: 8b/10b for PCIe
         1.x and 2.x, 128b/130b from 3.0 (PCI-SIG base specifications; 6.0's FLIT mode is approximated by
@@ -163,7 +178,8 @@ class Hardware(BaseModel):
 
 
 _NUMERIC_FIELDS = (
-    "memory_gb", "memory_bandwidth_gb_s", "l2_cache_mb", "compute_units", "boost_clock_mhz", "tdp_w",
+    "memory_gb", "memory_bandwidth_gb_s", "l2_cache_mb", "compute_units", "boost_clock_mhz",
+    "sustained_clock_mhz", "tdp_w",
     "power_modes_w", "pcie_gen", "pcie_lanes", "peer_link_bandwidth_gb_s", "price_usd", "launch_date",
 )
 

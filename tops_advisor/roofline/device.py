@@ -47,6 +47,39 @@ def matmul_fraction(hw: Hardware, d: RooflineDefaults):
     return by_arch or d.matmul_fraction.get(hw.vendor.upper(), d.matmul_fraction_other)
 
 
+_FP16_ACCUMULATE = {"fp16": "fp16_fp16acc", "bf16": "fp16_fp16acc", "fp8": "fp8_fp16acc"}
+
+
+def half_rate(hw: Hardware, precision: str) -> bool:
+    """True where the card runs ``precision`` (FP32 accumulate) at half its FP16-accumulate rate (GeForce)."""
+    fast = hw.dense_tops.get(_FP16_ACCUMULATE.get(precision, ""))
+    own = hw.dense_tops.get(precision)
+    return fast is not None and own is not None and own * 2.0 <= fast * 1.01
+
+
+def shared_int32_fp32(hw: Hardware, d: RooflineDefaults) -> bool:
+    """True where half the FP32 lanes are shared with INT32 (GA10x, AD10x, GB20x): 128 FP32 lanes per SM,
+    from the FP32 peak, SMs and boost clock, on an architecture in ``shared_int32_fp32_architectures``."""
+    if hw.architecture not in d.shared_int32_fp32_architectures or not hw.compute_units or not hw.boost_clock_mhz:
+        return False
+    lanes = hw.dense_tops["fp32"] * 1e12 / (2.0 * hw.compute_units * hw.boost_clock_mhz * 1e6)
+    return abs(lanes - d.shared_int32_fp32_lanes_per_unit) < 0.05 * d.shared_int32_fp32_lanes_per_unit
+
+
+def precision_fraction(hw: Hardware, precision: str, d: RooflineDefaults):
+    """The large-GEMM fraction of one precision's peak: a measurement of this architecture and precision,
+    else the shared-INT32 FP32 or half-rate GeForce tensor fraction where the card has that datapath, else
+    the card's MAMF default (``matmul_fraction``)."""
+    measured = d.matmul_fraction_by_architecture_precision.get((hw.architecture, precision))
+    if measured is not None:
+        return measured
+    if precision == "fp32" and shared_int32_fp32(hw, d):
+        return d.shared_int32_fp32_matmul_fraction
+    if half_rate(hw, precision):
+        return d.half_rate_matmul_fraction
+    return matmul_fraction(hw, d)
+
+
 def bandwidth_fraction(hw: Hardware, d: RooflineDefaults):
     """The copy-bandwidth default for this card: the first (architecture, memory type) rule that matches,
     else its memory family's."""
@@ -82,14 +115,19 @@ class _Rates:
 def _datasheet_rates(hw: Hardware, d: RooflineDefaults) -> _Rates:
     frac = matmul_fraction(hw, d)
     bw = bandwidth_fraction(hw, d)
-    by_precision = {p: d.matmul_fraction_by_architecture_precision.get((hw.architecture, p), frac).value
-                    for p in hw.dense_tops}
+    by_precision = {p: precision_fraction(hw, p, d) for p in hw.dense_tops}
+    clock = hw.clock_scale
+    notes = [f"matrix peaks = {frac.value:.0%} of datasheet dense ({frac.source})",
+             f"bandwidth = {bw.value:.0%} of datasheet ({bw.source})"]
+    notes += [f"{p} matrix peak = {f.value:.0%} of datasheet dense ({f.source})"
+              for p, f in by_precision.items() if f is not frac]
+    if clock != 1.0:
+        notes.append(f"compute peaks at the sustained {hw.sustained_clock_mhz:.0f} MHz, x{clock:.3f} the rated "
+                     f"boost {hw.boost_clock_mhz:.0f} MHz ({hw.citation('sustained_clock_mhz')})")
     return _Rates(
-        matrix={p: t * 1e12 * by_precision[p] for p, t in hw.dense_tops.items()},
+        matrix={p: t * 1e12 * by_precision[p].value * clock for p, t in hw.dense_tops.items()},
         bandwidth=hw.memory_bandwidth_bytes_per_s * bw.value, floor_s=d.kernel_floor_s.value,
-        gap_s=d.kernel_gap_s.value, eager_s=d.eager_op_s.value, kind_floor=dict(d.kind_floor_s),
-        notes=[f"matrix peaks = {frac.value:.0%} of datasheet dense ({frac.source})",
-               f"bandwidth = {bw.value:.0%} of datasheet ({bw.source})"])
+        gap_s=d.kernel_gap_s.value, eager_s=d.eager_op_s.value, kind_floor=dict(d.kind_floor_s), notes=notes)
 
 
 def _calibrated_rates(hw: Hardware, cal: Calibration, d: RooflineDefaults) -> _Rates:
@@ -149,7 +187,8 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
         r.notes.append(f"compute units not in the catalog: {d.compute_units_unknown.value:.0f} "
                        f"({d.compute_units_unknown.source})")
     return DevicePerf(
-        hardware=hw, matrix_ops_per_s=r.matrix, vector_ops_per_s=hw.dense_tops["fp32"] * 1e12 * d.vector_fraction.value,
+        hardware=hw, matrix_ops_per_s=r.matrix,
+        vector_ops_per_s=hw.dense_tops["fp32"] * 1e12 * hw.clock_scale * d.vector_fraction.value,
         bandwidth_bytes_per_s=r.bandwidth, kernel_floor_s=r.floor_s, kind_floor_s=r.kind_floor,
         kernel_gap_s=r.gap_s, eager_op_s=r.eager_s, eager_extra_kernel_s=d.eager_extra_kernel_s.value,
         eager_no_kernel_op_s=d.eager_no_kernel_op_s.value, calibrated=calibration is not None,
