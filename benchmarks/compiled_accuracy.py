@@ -16,6 +16,7 @@ import warnings
 
 from tops_advisor.api import calibration_for, load_catalog
 from tops_advisor.counting import count, load_model
+from tops_advisor.counting.capture import captured_for
 from tops_advisor.counting.lowering import lowering_for
 from tops_advisor.roofline import device_perf, predict
 
@@ -24,7 +25,7 @@ def row(rec: dict, hw, perf) -> dict:
     source = load_model(rec["model"])
     out = {k: rec[k] for k in ("model", "batch", "dtype")}
     for mode in ("graph", "compiled"):
-        w = count(source, batch=rec["batch"], dtype=rec["dtype"], lowering=lowering_for(mode))
+        w = count(source, batch=rec["batch"], dtype=rec["dtype"], lowering=lowering_for(mode), captured=captured_for(mode))
         p = predict(w, hw, mode=mode, perf=perf)
         measured = rec[f"{mode}_s"]
         out[f"{mode}_measured_ms"] = measured * 1e3

@@ -44,7 +44,7 @@ def conv_kernels(kernels: list) -> tuple[list[float], list[float]]:
 
 
 def report(rec: dict, hw, perf) -> None:
-    w = count(load_model(rec["model"]), batch=rec["batch"], dtype=rec["dtype"], lowering=lowering_for("compiled"))
+    w = count(load_model(rec["model"]), batch=rec["batch"], dtype=rec["dtype"], lowering=lowering_for("compiled"), captured=True)
     p = predict(w, hw, mode="compiled", perf=perf)
     convs = [(o, op) for o, op in zip(w.ops, p.ops, strict=True) if o.kind == "conv" and o.gemm.batch > 1]
     d = perf.defaults

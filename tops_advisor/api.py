@@ -48,7 +48,6 @@ class ModelCosts:
                  task: str | None = None, seq: int | None = None, input_shape: tuple[int, ...] | None = None,
                  mode: str = "graph"):
         from .counting import count, load_model  # torch is only needed here
-        from .counting.lowering import lowering_for
 
         # a model file path, timm:NAME, torchvision:NAME, hf:PATH_OR_ID, or a counting.load_model result
         self._source = load_model(model, task=task, seq=seq, input_shape=input_shape)
@@ -56,25 +55,29 @@ class ModelCosts:
         self.base_dtype = base_dtype
         self.strict = strict
         self._count = count
-        self._lowering_for = lowering_for
         self.mode = mode
         self._batches = batches
-        self._cache: dict[tuple[int, str, str], Workload] = {}
-        self._affine_ok: dict[str, bool] = {}
-        self._anchor_pairs: dict[str, tuple[Workload, ...]] = {}
-        self._anchors = self._anchors_for(lowering_for(mode))
+        self._cache: dict[tuple[int, str, tuple[str, bool]], Workload] = {}
+        self._affine_ok: dict[tuple[str, bool], bool] = {}
+        self._anchor_pairs: dict[tuple[str, bool], tuple[Workload, ...]] = {}
+        self._anchors = self._anchors_for(_counting_for(mode))
 
-    def _counted(self, batch: int, dtype: str, lowering: str) -> Workload:
-        key = (batch, dtype, lowering)
+    def _counted(self, batch: int, dtype: str, how: tuple[str, bool]) -> Workload:
+        """Counted at ``batch`` and ``dtype`` with ``how`` = (lowering, captured); a forward that never asked
+        whether it was captured (``counting/capture.py``) is counted once for both answers."""
+        key = (batch, dtype, how)
+        twin = self._cache.get((batch, dtype, (how[0], not how[1])))
+        if key not in self._cache and twin is not None and not twin.capture_sensitive:
+            self._cache[key] = twin
         if key not in self._cache:
             self._cache[key] = self._count(self._source, batch=batch, dtype=dtype, strict=self.strict,
-                                           lowering=lowering)
+                                           lowering=how[0], captured=how[1])
         return self._cache[key]
 
-    def _anchors_for(self, lowering: str) -> tuple[Workload, ...]:
-        if lowering not in self._anchor_pairs:
-            self._anchor_pairs[lowering] = tuple(self._counted(b, self.base_dtype, lowering) for b in self._batches)
-        return self._anchor_pairs[lowering]
+    def _anchors_for(self, how: tuple[str, bool]) -> tuple[Workload, ...]:
+        if how not in self._anchor_pairs:
+            self._anchor_pairs[how] = tuple(self._counted(b, self.base_dtype, how) for b in self._batches)
+        return self._anchor_pairs[how]
 
     @property
     def unsupported_ops(self) -> dict[str, int]:
@@ -84,20 +87,29 @@ class ModelCosts:
         """The workload at ``batch`` and ``dtype`` (fp32/fp16/bf16/amp counted; fp8/int8/int4 derived), as the
         kernels of ``mode`` (default: the one given at construction)."""
         dtype = dtype or self.base_dtype
-        lowering = self._lowering_for(mode or self.mode)
+        how = _counting_for(mode or self.mode)
         base = dtype if dtype in _COUNT_DTYPES else "fp16"
-        if (batch, base, lowering) in self._cache:
-            w = self._cache[(batch, base, lowering)]
-        elif base == self.base_dtype and self._affine_ok.get(lowering, True):
+        if (batch, base, how) in self._cache or batch in self._batches:
+            w = self._counted(batch, base, how)
+        elif base == self.base_dtype and self._affine_ok.get(how, True):
             try:
-                w = batch_affine(*self._anchors_for(lowering), batch)
+                w = batch_affine(*self._anchors_for(how), batch)
             except CountingError:
-                self._affine_ok[lowering] = False
-                w = self._counted(batch, base, lowering)
-            self._cache[(batch, base, lowering)] = w
+                self._affine_ok[how] = False
+                w = self._counted(batch, base, how)
+            self._cache[(batch, base, how)] = w
         else:
-            w = self._counted(batch, base, lowering)
+            w = self._counted(batch, base, how)
         return retype(w, dtype) if dtype != base else w
+
+
+def _counting_for(mode: str) -> tuple[str, bool]:
+    """How a mode's workload is counted: (lowering, captured): inductor's kernels for compiled, eager
+    PyTorch's else; captured (``counting/capture.py``) in graph and compiled mode."""
+    from .counting.capture import captured_for
+    from .counting.lowering import lowering_for
+
+    return lowering_for(mode), captured_for(mode)
 
 
 @dataclass(frozen=True)
@@ -130,7 +142,7 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
 
     from .accuracy import expected_error, model_family
     from .advice import advise
-    from .counting import UnsupportedOpWarning, count, lowering_for
+    from .counting import UnsupportedOpWarning, count
     from .errors import InputError, UnsupportedPrecisionError
 
     if isinstance(batch, bool) or batch <= 0:
@@ -140,12 +152,17 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
     base = dtype if dtype in _COUNT_DTYPES else "fp16"
     with warnings.catch_warnings():  # unsupported operators are in the workload; the caller shows them
         warnings.simplefilter("ignore", UnsupportedOpWarning)
-        workload = count(model, batch=batch, dtype=base, strict=strict, lowering=lowering_for(mode))
-    workload = retype(workload, dtype) if base != dtype else workload
+        costs = ModelCosts(model, base_dtype=base, strict=strict, batches=(batch, batch), mode=mode)
+    workload = costs.at(batch, dtype)
     perf = device_perf(hw, *calibration)
     pred = predict(workload, hw, mode=mode, tf32_matmul=tf32_matmul, perf=perf)
-    other = None if mode == "compiled" else predict(  # compiled: no eager counterpart from inductor's kernels
-        workload, hw, mode="graph" if mode == "eager" else "eager", tf32_matmul=tf32_matmul, perf=perf)
+    other = None
+    if mode != "compiled":  # compiled: no eager counterpart from inductor's kernels
+        other_mode = "graph" if mode == "eager" else "eager"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnsupportedOpWarning)
+            other_workload = costs.at(batch, dtype, mode=other_mode)  # counted again only if the path differs
+        other = predict(other_workload, hw, mode=other_mode, tf32_matmul=tf32_matmul, perf=perf)
     band = expected_error(model_family(workload), mode, pred.calibrated, hardware=hw, dtype=dtype)
     return ModelAnalysis(workload, pred, other, advise(pred, hw, other), band, perf)
 

@@ -103,6 +103,8 @@ class Workload:
                                       # nn.Module calls: less host time per operator in eager mode
     lowering: str = ""                # how counted operators became kernels ("pytorch-cuda": eager PyTorch on
                                       # a CUDA GPU, counting/lowering.py; "" when built as kernels directly)
+    captured: bool = False            # counted as the forward runs under CUDA-graph capture / torch.compile
+    capture_sensitive: bool = False   # the forward asked whether it was captured (counting/capture.py)
 
     @property
     def flops(self) -> float:

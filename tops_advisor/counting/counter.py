@@ -42,6 +42,7 @@ from ..errors import CountingError, ForwardFailed, InputError, ModelFileError, o
 from ..units import AMP, parse_precision
 from ..workload import OpRecord, Workload
 from .amp import Autocast
+from .capture import capture_state
 from .fusion import FlowTracker
 from .handles import ZERO_COST, Cost, OpCall, TensorInfo, lookup
 from .host_reads import HostReads
@@ -545,8 +546,9 @@ def _autocast_regions(state: _State):
 
 
 def _run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, state: _State, on_meta: bool,
-                 label: str) -> None:
-    """One forward pass under the counting modes (fake tensors unless the model is on the meta device)."""
+                 label: str, captured: bool = False) -> bool:
+    """One forward pass under the counting modes (fake tensors unless the model is on the meta device), as
+    it runs under CUDA-graph capture when ``captured`` (``capture.py``). Returns whether the forward asked."""
     hooks = _path_hooks(module, state)
     fake = None
     if not on_meta:
@@ -562,7 +564,8 @@ def _run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, state: _Sta
             if fake is not None:
                 fake.__enter__()
             try:
-                with _DispatchCounter(state), _FusedCounter(state), state.python, _autocast_regions(state):
+                with (capture_state(captured) as probe, _DispatchCounter(state), _FusedCounter(state),
+                      state.python, _autocast_regions(state)):
                     module(*args, **kwargs)
             finally:
                 if fake is not None:
@@ -576,6 +579,7 @@ def _run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, state: _Sta
         fake_log.setLevel(log_level)
         for h in hooks:
             h.remove()
+    return probe.asked
 
 
 def _report_unsupported(label: str, unsupported: dict[str, int], strict: bool) -> None:
@@ -594,7 +598,7 @@ def _report_unsupported(label: str, unsupported: dict[str, int], strict: bool) -
 
 def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, name: str | None = None,
                  batch: int | None = None, strict: bool = False, source: str = "",
-                 lowering: str = PYTORCH_CUDA) -> Workload:
+                 lowering: str = PYTORCH_CUDA, captured: bool = False) -> Workload:
     """Count one forward pass of ``module`` on ``inputs`` (a tensor, a tuple, or a dict of keyword inputs).
 
     ``dtype`` (fp32, tf32, fp16, bf16, fp8, int8; None: the module's own) casts the module's floating-point
@@ -602,7 +606,8 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
     are counted as they are; real tensors are replaced by fake ones, so nothing is computed either way.
     Unsupported operators are listed in ``unsupported_ops`` and warned about (``strict``: CountingError).
     ``lowering`` (``lowering.LOWERINGS``) turns the counted operators into the kernels a stack launches:
-    "pytorch-cuda" (eager PyTorch on a CUDA GPU) or "none" (the operators as counted).
+    "pytorch-cuda" (eager PyTorch on a CUDA GPU) or "none" (the operators as counted). ``captured``: the
+    forward as it runs under CUDA-graph capture or torch.compile (``capture.py``; ``capture.captured_for``).
     """
     label = source or type(module).__name__
     dtype = resolve_dtype(dtype, module)
@@ -610,7 +615,7 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
         from ..scaling import retype
 
         base = count_module(module, inputs, "fp16", name=name, batch=batch, strict=strict, source=source,
-                            lowering=lowering)
+                            lowering=lowering, captured=captured)
         return retype(base, dtype)
     args, kwargs, tensors, on_meta = _prepare(module, inputs, dtype)
     state = _State("fp32" if dtype == AMP else dtype, tensors, strict)
@@ -618,7 +623,7 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
         state.autocast = Autocast(state.record)
     input_bytes = float(sum(a.numel() * state.itemsize(a) for a in _flat_tensors((args, kwargs))))
     state.live_bytes = state.peak_bytes = input_bytes
-    _run_forward(module, args, kwargs, state, on_meta, label)
+    asked = _run_forward(module, args, kwargs, state, on_meta, label, captured)
     ops = lower(lowering, state.records)
 
     params = {id(p): p for p in module.parameters()}.values()
@@ -630,12 +635,21 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
         param_bytes=float(sum(p.numel() * state.itemsize(p) for p in params)), input_bytes=input_bytes,
         activation_peak_bytes=float(state.peak_bytes), unsupported_ops=unsupported, source=source,
         lowering=lowering, assumptions=tuple(state.host.assumptions), module_calls=state.module_calls,
-        python_calls=state.python.calls, empty_module_calls=state.empty_module_calls,
-        notes=(CPU_COPY_NOTE.format(n=state.cpu_copies),) if state.cpu_copies else ())
+        python_calls=state.python.calls, empty_module_calls=state.empty_module_calls, captured=captured,
+        capture_sensitive=asked, notes=_notes(state, captured and asked))
+
+
+CAPTURED_NOTE = ("counted as its forward runs under CUDA-graph capture or torch.compile: it asks, and takes "
+                 "another path there (transformers materialises the attention mask)")
+
+
+def _notes(state: _State, captured_path: bool) -> tuple[str, ...]:
+    return (((CPU_COPY_NOTE.format(n=state.cpu_copies),) if state.cpu_copies else ())
+            + ((CAPTURED_NOTE,) if captured_path else ()))
 
 
 def _count_source(source: ModelSource, batch: int, dtype: str, strict: bool, label: str, meta: bool,
-                  lowering: str = PYTORCH_CUDA) -> Workload:
+                  lowering: str = PYTORCH_CUDA, captured: bool = False) -> Workload:
     """Build and count; a model whose forward cannot run on the meta device (it makes a CPU tensor and mixes
     it with its weights: wav2vec2's positional convolution) is built again on the CPU and counted through
     fake tensors, which allocates its weights once."""
@@ -645,25 +659,26 @@ def _count_source(source: ModelSource, batch: int, dtype: str, strict: bool, lab
     try:
         with importable():
             return count_module(module, source.inputs(batch, meta=on_meta), dtype, name=source.stem,
-                                batch=batch, strict=strict, source=label, lowering=lowering)
+                                batch=batch, strict=strict, source=label, lowering=lowering, captured=captured)
     except ForwardFailed as exc:
         if not meta or "meta" not in exc.detail:  # only a meta-device mismatch is worth a second build
             raise
     del module
-    w = _count_source(source, batch, dtype, strict, label, meta=False, lowering=lowering)
+    w = _count_source(source, batch, dtype, strict, label, meta=False, lowering=lowering, captured=captured)
     return replace(w, notes=w.notes + ("built on the CPU and counted through fake tensors: its forward does "
                                        "not run on the meta device",))
 
 
 def count(model: str | Path | ModelSource, batch: int = 1, dtype: str = "fp32",
-          strict: bool = False, lowering: str = PYTORCH_CUDA) -> Workload:
+          strict: bool = False, lowering: str = PYTORCH_CUDA, captured: bool = False) -> Workload:
     """Count one forward pass of a model file (``build_model()``, ``example_inputs(batch_size)``) or a library
     model (``timm:NAME``, ``torchvision:NAME``, ``hf:PATH_OR_ID``).
 
     ``model`` is a path or spec, or a model already loaded (``sources.load_model``: imported once, counted at
     several batches or also measured). The model is built on the meta device when its code allows (no
     weight memory, no initialisation time), else on the CPU and counted through fake tensors. ``lowering``:
-    see ``count_module`` ("inductor-cuda" for torch.compile).
+    see ``count_module`` ("inductor-cuda" for torch.compile); ``captured``: as it runs under CUDA-graph capture
+    (``capture.captured_for(mode)``).
     """
     label = model.label if isinstance(model, (ModelFile, LibraryModel)) else str(model)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
@@ -674,7 +689,7 @@ def count(model: str | Path | ModelSource, batch: int = 1, dtype: str = "fp32",
         raise ModelFileError(f"{label}: {exc}", hint=exc.hint) from None
     source = load_model(model)
     try:
-        w = _count_source(source, batch, dtype, strict, label, meta=True, lowering=lowering)
+        w = _count_source(source, batch, dtype, strict, label, meta=True, lowering=lowering, captured=captured)
     except ForwardFailed as exc:
         on = f"example_inputs({batch})" if isinstance(source, ModelFile) else f"its inputs at batch {batch}"
         raise ModelFileError(f"{label}: the forward pass failed on {on}: {exc.detail}") from None

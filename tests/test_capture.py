@@ -1,0 +1,123 @@
+"""Counting a forward as it runs under CUDA-graph capture (counting/capture.py).
+
+A model that asks ``torch.cuda.is_current_stream_capturing()`` is counted both ways (graph and compiled
+mode captured, eager not); one that never asks is counted once. Transformers materialises the attention
+mask under capture, which sends a vision model's SDPA (broadcast all-true mask) to the math path.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from tops_advisor.api import ModelCosts
+from tops_advisor.counting import count_module
+from tops_advisor.counting.capture import capture_state, captured_for
+
+
+MODEL_FILE = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        x = self.a(x)
+        if ASKS and torch.cuda.is_current_stream_capturing():
+            x = self.b(x)
+        return x
+
+
+def build_model():
+    return Model()
+
+
+def example_inputs(batch_size):
+    return torch.randn(batch_size, 16)
+"""
+
+
+def _model_file(tmp_path, asks: bool) -> str:
+    path = tmp_path / f"asks_{asks}.py"
+    path.write_text(f"ASKS = {asks}\n" + MODEL_FILE)
+    return str(path)
+
+
+class AsksAboutCapture(torch.nn.Module):
+    """Two linears eagerly; a third one only while captured."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        x = self.a(x)
+        if torch.cuda.is_current_stream_capturing():
+            x = self.b(x)
+        return x
+
+
+def test_capture_state_answers_and_restores():
+    real = torch.cuda.is_current_stream_capturing
+    with capture_state(True) as probe:
+        assert probe.asked is False
+        assert torch.cuda.is_current_stream_capturing() is True
+        assert probe.asked is True
+    assert torch.cuda.is_current_stream_capturing is real
+    with capture_state(False) as probe:
+        assert torch.cuda.is_current_stream_capturing() is False
+    assert probe.asked
+
+
+def test_modes_that_run_captured():
+    assert captured_for("graph") and captured_for("compiled") and not captured_for("eager")
+
+
+def test_a_forward_that_asks_is_counted_on_the_captured_path():
+    x = torch.randn(4, 16)
+    eager = count_module(AsksAboutCapture(), x, "fp32")
+    captured = count_module(AsksAboutCapture(), x, "fp32", captured=True)
+    assert eager.capture_sensitive and captured.capture_sensitive
+    assert captured.flops == pytest.approx(2 * eager.flops)
+    assert captured.captured and not eager.captured
+    assert any("CUDA-graph capture" in n for n in captured.notes)
+    assert not any("CUDA-graph capture" in n for n in eager.notes)
+
+
+def test_model_costs_counts_once_when_the_forward_never_asks(tmp_path):
+    costs = ModelCosts(_model_file(tmp_path, asks=False), base_dtype="fp32", batches=(1, 2), mode="graph")
+    counted = []
+    real = costs._count
+    costs._count = lambda *a, **k: counted.append(k["captured"]) or real(*a, **k)
+    graph, eager = costs.at(4, mode="graph"), costs.at(4, mode="eager")
+    assert counted == []              # both extrapolated from the graph-mode anchors, counted once
+    assert graph.flops == pytest.approx(eager.flops)
+    assert not graph.capture_sensitive
+
+
+def test_model_costs_counts_both_paths_when_the_forward_asks(tmp_path):
+    costs = ModelCosts(_model_file(tmp_path, asks=True), base_dtype="fp32", batches=(1, 2), mode="graph")
+    graph, eager = costs.at(4, mode="graph"), costs.at(4, mode="eager")
+    assert graph.flops == pytest.approx(2 * eager.flops)
+
+
+def test_transformers_vit_runs_math_attention_under_capture(tmp_path):
+    pytest.importorskip("transformers")
+    from tops_advisor.counting import count
+
+    # 32x32 pixels in 8x8 patches: 16 patches + [CLS] = 17 tokens; no attention_mask input
+    path = tmp_path / "vit.json"
+    path.write_text(json.dumps(dict(model_type="vit", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                    intermediate_size=128, image_size=32, patch_size=8,
+                                    architectures=["ViTModel"])))
+    eager = count(f"hf:{path}", batch=2, dtype="fp16")
+    captured = count(f"hf:{path}", batch=2, dtype="fp16", captured=True)
+    assert eager.capture_sensitive
+    assert not any(op.name == "aten.bmm" for op in eager.ops)       # one fused SDPA kernel per layer
+    bmm = [op for op in captured.ops if op.name == "aten.bmm"]
+    assert len(bmm) == 2 * 2 and all(op.dtype == "fp32" for op in bmm)   # QK^T and PV per layer, upcast
