@@ -35,6 +35,8 @@ DATA_DIR = ROOT / "benchmarks" / "published"
 METRICS = ("latency_ms", "throughput_per_s", "tokens_per_s", "tflops")
 RUNS = ("eager", "cuda-graph", "kernel", "amp", "compiled", "engine")
 MODELLED_RUNS = ("eager", "cuda-graph", "kernel")
+HOST_RUNS = ("eager", "amp")   # the runs an eager host profile applies to
+MIN_FIT_MODELS = 2             # a host scale is fitted to the rows of at least this many other models
 SOURCE_FIELDS = ("title", "url", "version", "table")
 RECORD_FIELDS = ("card", "workload", "batch", "precision", "run", "metric", "value", "pointer")
 
@@ -84,6 +86,8 @@ def record_problems(rec: dict, card_ids: set[str], root: Path = ROOT) -> list[st
         problems.append(f"unknown run {rec['run']!r}")
     if rec["run"] == "engine" and not rec.get("engine"):
         problems.append("run 'engine' without an engine name")
+    if "environment" in rec and not (isinstance(rec["environment"], str) and rec["environment"].strip()):
+        problems.append(f"environment must be a non-empty name, got {rec['environment']!r}")
     if not (isinstance(rec["value"], (int, float)) and rec["value"] > 0):
         problems.append(f"value must be a positive number, got {rec['value']!r}")
     if not (isinstance(rec["batch"], int) and rec["batch"] >= 1):
@@ -163,12 +167,23 @@ def mode_and_flag(run: str) -> tuple[str, str]:
 class Predictor:
     """Predicts records; caches the catalog, each card's device model and each counted model file."""
 
-    def __init__(self, engines: bool = True):
+    def __init__(self, engines: bool = True, hosts: bool = True):
         from tops_advisor.api import load_catalog
         self.catalog = load_catalog()
         self.engines = engines  # engine and compiled LLM runs through their profile (tops_advisor/llm/engines.py)
+        self.hosts = hosts      # eager runs of a named environment at a host scale fitted leave-one-model-out
         self._cards: dict[str, tuple] = {}
         self._costs: dict[tuple[str, str], object] = {}
+        self._environments: dict[str, list[dict]] = {}
+        self._scales: dict[tuple[str, str, bool], float | None] = {}
+
+    def set_environments(self, sources: list[dict]) -> None:
+        """The records of every named environment: the rows a host scale may be fitted to."""
+        self._environments = {}
+        for doc in sources:
+            for rec in doc["records"]:
+                if rec.get("environment") and rec["run"] in HOST_RUNS:
+                    self._environments.setdefault(rec["environment"], []).append(rec)
 
     def card(self, card_id: str):
         if card_id not in self._cards:
@@ -187,7 +202,18 @@ class Predictor:
         return self._model(rec)
 
     def _model(self, rec: dict) -> float:
-        from tops_advisor.api import ModelCosts, predict
+        from tops_advisor.api import predict
+        w, hw, cal, perf = self.model_case(rec)
+        scale = self.host_scale(rec) if self.hosts else None
+        if scale is not None:
+            from tops_advisor.roofline.hosts import with_host_scale
+            perf = with_host_scale(perf, scale)
+        mode, _ = mode_and_flag(rec["run"])
+        return predict(w, hw, cal, mode, tf32_matmul=rec["precision"] == "tf32", perf=perf).latency_s
+
+    def model_case(self, rec: dict) -> tuple:
+        """(workload, hardware, calibration, device perf) of a model record, as the scorer predicts it."""
+        from tops_advisor.api import ModelCosts
         hw, cal, perf = self.card(rec["card"])
         dtype = "fp32" if rec["precision"] == "tf32" else rec["precision"]
         if rec["run"] == "amp":
@@ -199,8 +225,42 @@ class Predictor:
         if rec.get("layout") == "channels_last":
             from tops_advisor.counting.fusion import channels_last_convs
             w = channels_last_convs(w)
-        mode, _ = mode_and_flag(rec["run"])
-        return predict(w, hw, cal, mode, tf32_matmul=rec["precision"] == "tf32", perf=perf).latency_s
+        return w, hw, cal, perf
+
+    def host_scale(self, rec: dict, exclude: str | None = None) -> float | None:
+        """The host scale for an eager record of a named environment, fitted to the host-bound rows of the
+        OTHER models of that environment (leave-one-model-out; ``exclude`` defaults to the record's model,
+        "" keeps every model), autocast rows apart from the rest. None when fewer than ``MIN_FIT_MODELS``
+        other models have host-bound rows, or the record names no environment."""
+        env = rec.get("environment")
+        if not env or rec["run"] not in HOST_RUNS:
+            return None
+        exclude = rec["workload"] if exclude is None else exclude
+        key = (env, exclude, rec["run"] == "amp")
+        if key not in self._scales:
+            self._scales[key] = self._fit_scale(env, exclude, rec["run"] == "amp")
+        return self._scales[key]
+
+    def host_cases(self, env: str, exclude: str, autocast: bool) -> list[tuple[str, object]]:
+        """The host-bound rows of ``env`` other than model ``exclude`` (hosts.host_bound), as (workload,
+        EagerCase)."""
+        from tops_advisor.roofline.hosts import EagerCase, host_bound
+        cases = []
+        for rec in self._environments.get(env, []):
+            if rec["workload"] == exclude or (rec["run"] == "amp") != autocast:
+                continue
+            w, _, _, perf = self.model_case(rec)
+            case = EagerCase(w, perf, measured_latency_s(rec), tf32_matmul=rec["precision"] == "tf32")
+            if host_bound(case.device_s, case.measured_s):
+                cases.append((rec["workload"], case))
+        return cases
+
+    def _fit_scale(self, env: str, exclude: str, autocast: bool) -> float | None:
+        from tops_advisor.roofline.hosts import fit_host_scale
+        cases = self.host_cases(env, exclude, autocast)
+        if len({model for model, _ in cases}) < MIN_FIT_MODELS:
+            return None
+        return fit_host_scale([case for _, case in cases])
 
     def _llm(self, rec: dict) -> float:
         from tops_advisor.llm.analysis import analyze_llm, precision_for
@@ -262,6 +322,7 @@ def detail(rec: dict) -> str:
 
 def score(sources: list[dict], predictor: Predictor | None = None) -> list[Scored]:
     predictor = predictor or Predictor()
+    predictor.set_environments(sources)
     rows = []
     for doc in sources:
         for rec in doc["records"]:
@@ -376,6 +437,22 @@ def plain(cells: list[list[str]]) -> str:
     return "\n".join("  ".join(c.replace("**", "").ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells)
 
 
+def host_fits(sources: list[dict], predictor: Predictor) -> list[dict]:
+    """Every named environment's host scales, plain and under autocast: fitted to all its models' host-bound
+    rows (``left_out`` "") and with each model left out in turn, with the rows each fit used."""
+    predictor.set_environments(sources)
+    out = []
+    for env, recs in sorted(predictor._environments.items()):
+        for autocast in (False, True):
+            models = sorted({r["workload"] for r in recs if (r["run"] == "amp") == autocast})
+            for left_out in ["", *models]:
+                cases = predictor.host_cases(env, left_out, autocast)
+                scale = predictor._fit_scale(env, left_out, autocast)
+                out.append({"environment": env, "autocast": autocast, "left_out": left_out,
+                            "rows": len(cases), "models": len({m for m, _ in cases}), "host_scale": scale})
+    return out
+
+
 def row_dump(r: Scored) -> dict:
     return {**asdict(r), "error": r.error}
 
@@ -391,12 +468,19 @@ def main(argv: list[str] | None = None) -> int:
                          "records are kept)")
     ap.add_argument("--no-engines", action="store_true",
                     help="predict engine and compiled LLM runs as plain PyTorch graph runs (no engine profile)")
+    ap.add_argument("--no-hosts", action="store_true",
+                    help="predict eager runs of named environments with the reference host (no fitted profile)")
+    ap.add_argument("--host-fits", action="store_true",
+                    help="print each environment's host scales (all models, and each model left out) and exit")
     ap.add_argument("--write-bands", nargs="?", const=BANDS_PATH, type=Path, metavar="PATH",
                     help="also write the per-card error bands the CLI quotes (default: %(const)s)")
     args = ap.parse_args(argv)
     from tops_advisor.errors import TopsAdvisorError
+    if args.host_fits:
+        print(json.dumps(host_fits(load_sources(args.data), Predictor()), indent=1))
+        return 0
     try:
-        rows = score(load_sources(args.data), Predictor(engines=not args.no_engines))
+        rows = score(load_sources(args.data), Predictor(engines=not args.no_engines, hosts=not args.no_hosts))
     except TopsAdvisorError as exc:   # e.g. a timm: record without timm installed
         print(f"error: {exc}" + (f" ({exc.hint})" if exc.hint else ""), file=sys.stderr)
         return 2

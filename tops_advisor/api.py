@@ -21,6 +21,7 @@ from .calibration import Calibration, find_calibration, load_calibration
 from .catalog import Catalog, Hardware, load_catalog
 from .errors import CountingError
 from .roofline import Prediction, device_perf, predict
+from .roofline.hosts import HostProfile, host_perf
 from .scaling import batch_affine, retype
 from .workload import Workload
 
@@ -134,10 +135,11 @@ class ModelAnalysis:
 
 def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", mode: str = "graph",
                   calibration: tuple[Calibration | None, str] = (None, ""), tf32_matmul: bool = False,
-                  strict: bool = False) -> ModelAnalysis:
+                  strict: bool = False, host: HostProfile | None = None) -> ModelAnalysis:
     """Count ``model`` (a path, a library spec or a ``counting.load_model`` result) at ``batch`` and predict
     it on ``hw``. Precisions without eager kernels (fp8, int8, ...) are counted in fp16 and rescaled; "amp" is
-    counted under autocast; ``mode`` "compiled" counts inductor's kernels (docs/compiled.md)."""
+    counted under autocast; ``mode`` "compiled" counts inductor's kernels (docs/compiled.md). ``host``: an
+    eager host profile (``roofline/hosts.py``) priced in place of the calibration's host cost."""
     import warnings
 
     from .accuracy import expected_error, model_family
@@ -155,6 +157,8 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
         costs = ModelCosts(model, base_dtype=base, strict=strict, batches=(batch, batch), mode=mode)
     workload = costs.at(batch, dtype)
     perf = device_perf(hw, *calibration)
+    if host is not None:
+        perf = host_perf(perf, host, dtype)
     pred = predict(workload, hw, mode=mode, tf32_matmul=tf32_matmul, perf=perf)
     other = None
     if mode != "compiled":  # compiled: no eager counterpart from inductor's kernels

@@ -31,6 +31,9 @@ from .common import (
 @click.option("--calibration", "calibration_path", type=click.Path(path_type=Path),
               help="Calibration file from `tops-advisor probe` (default: saved or shipped one for the device).")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even if a calibration exists.")
+@click.option("--eager-host", "eager_host", metavar="PROFILE",
+              help="Eager mode: price the host with a named eager host profile (reference, dle-pytorch-21.03; "
+                   "docs/published.md) instead of this machine's calibration.")
 @click.option("--tf32", is_flag=True, help="fp32 matmuls in TF32 (torch.backends.cuda.matmul.allow_tf32).")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write a roofline chart (.png/.svg).")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Operators to list (N >= 1).")
@@ -38,14 +41,15 @@ from .common import (
 @model_options
 @catalog_option
 @json_option
-def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calibration, tf32, plot_path, top,
-            strict, task, seq, input_shape, catalog_dirs, as_json):
+def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calibration, eager_host, tf32, plot_path,
+            top, strict, task, seq, input_shape, catalog_dirs, as_json):
     """Predict latency, attainable TOPS and the binding limit of MODEL on one device.
 
     MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
     from ..api import analyze_model, calibration_for
     from ..render.counting import unsupported_warning
     from ..render.progress import progress
+    from ..roofline.hosts import get_host_profile
 
     hw = get_catalog(catalog_dirs).get(hardware_name)
     if plot_path is not None:
@@ -53,10 +57,11 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
 
         check_plot_path(plot_path)
     cal = calibration_for(hw, calibration_path, use=not no_calibration)
+    host = get_host_profile(eager_host) if eager_host else None
     with progress(f"counting {model} at batch {batch}", enabled=not as_json):
         result = analyze_model(load_model_arg(model, task, seq, input_shape), hw, batch=batch,
                                dtype=parse_precision(dtype, (*PRECISIONS, AMP)), mode=mode, calibration=cal, tf32_matmul=tf32,
-                               strict=strict)
+                               strict=strict, host=host)
     message = unsupported_warning(result.workload)
     if message:
         click.echo(message, err=True)
