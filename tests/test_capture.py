@@ -16,7 +16,6 @@ from tops_advisor.api import ModelCosts
 from tops_advisor.counting import count_module
 from tops_advisor.counting.capture import capture_state, captured_for
 
-
 MODEL_FILE = """
 import torch
 

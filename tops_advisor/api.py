@@ -144,7 +144,7 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
 
     from .accuracy import expected_error, model_family
     from .advice import advise
-    from .counting import UnsupportedOpWarning, count
+    from .counting import UnsupportedOpWarning
     from .errors import InputError, UnsupportedPrecisionError
 
     if isinstance(batch, bool) or batch <= 0:
