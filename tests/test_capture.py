@@ -120,3 +120,36 @@ def test_transformers_vit_runs_math_attention_under_capture(tmp_path):
     assert not any(op.name == "aten.bmm" for op in eager.ops)       # one fused SDPA kernel per layer
     bmm = [op for op in captured.ops if op.name == "aten.bmm"]
     assert len(bmm) == 2 * 2 and all(op.dtype == "fp32" for op in bmm)   # QK^T and PV per layer, upcast
+
+
+class ReadsOutsideCapture(torch.nn.Module):
+    """Checks its input on the host only when not captured (transformers' mask helpers do this)."""
+
+    def __init__(self, always: bool):
+        super().__init__()
+        self.a, self.always = torch.nn.Linear(16, 16), always
+
+    def forward(self, x):
+        if (self.always or not torch.cuda.is_current_stream_capturing()) and not torch.isfinite(x).all():
+            x = x.nan_to_num()
+        return self.a(x)
+
+
+def _capture_fails(w) -> bool:
+    return any("CUDA-graph capture fails" in n for n in w.notes)
+
+
+def test_a_host_read_on_the_captured_path_says_capture_fails():
+    x = torch.randn(4, 16, device="meta")
+    assert _capture_fails(count_module(ReadsOutsideCapture(always=True).to("meta"), x, "fp16", captured=True))
+    # read only outside capture: fine to capture, and eager does not claim otherwise
+    assert not _capture_fails(count_module(ReadsOutsideCapture(always=False).to("meta"), x, "fp16", captured=True))
+    assert not _capture_fails(count_module(ReadsOutsideCapture(always=False).to("meta"), x, "fp16"))
+
+
+def test_a_forward_that_never_asks_and_reads_fails_capture_in_every_count():
+    class Reads(torch.nn.Module):
+        def forward(self, x):
+            return x * 2 if bool((x > 0).any()) else x
+
+    assert _capture_fails(count_module(Reads(), torch.randn(4, 16, device="meta"), "fp16"))

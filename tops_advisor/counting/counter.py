@@ -636,16 +636,25 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
         activation_peak_bytes=float(state.peak_bytes), unsupported_ops=unsupported, source=source,
         lowering=lowering, assumptions=tuple(state.host.assumptions), module_calls=state.module_calls,
         python_calls=state.python.calls, empty_module_calls=state.empty_module_calls, captured=captured,
-        capture_sensitive=asked, notes=_notes(state, captured and asked))
+        capture_sensitive=asked, notes=_notes(state, captured, asked))
 
 
+CAPTURE_READ_NOTE = ("its forward reads a tensor's value on the host while captured ({n}x, first in module "
+                     "'{module}'): CUDA-graph capture fails on that synchronisation, so graph and compiled "
+                     "(CUDA-graph) latencies need the model changed first")
 CAPTURED_NOTE = ("counted as its forward runs under CUDA-graph capture or torch.compile: it asks, and takes "
                  "another path there (transformers materialises the attention mask)")
 
 
-def _notes(state: _State, captured_path: bool) -> tuple[str, ...]:
-    return (((CPU_COPY_NOTE.format(n=state.cpu_copies),) if state.cpu_copies else ())
-            + ((CAPTURED_NOTE,) if captured_path else ()))
+def _notes(state: _State, captured: bool, asked: bool) -> tuple[str, ...]:
+    """CUDA-graph capture failures the count can see (a copy from a CPU tensor; a host read while captured,
+    e.g. Marian's fp16 ``torch.isfinite(h).all()`` check: measured on the H200, capture failed with
+    cudaErrorStreamCaptureUnsupported), then whether the captured path differs from the eager one."""
+    notes = (CPU_COPY_NOTE.format(n=state.cpu_copies),) if state.cpu_copies else ()
+    if state.host.reads and (captured or not asked):   # the reads on the path a capture runs
+        notes += (CAPTURE_READ_NOTE.format(n=sum(state.host.reads.values()), module=next(iter(state.host.reads))
+                                           or "(root)"),)
+    return notes + ((CAPTURED_NOTE,) if captured and asked else ())
 
 
 def _count_source(source: ModelSource, batch: int, dtype: str, strict: bool, label: str, meta: bool,

@@ -53,12 +53,15 @@ class HostReads:
         self.strict = strict
         self._module = module_path
         self.assumptions: dict[str, int] = {}
+        self.reads: dict[str, int] = {}   # module path -> host reads in it (a CUDA-graph capture cannot sync)
 
     def handles(self, name: str) -> bool:
         return name in (_SCALAR, _NONZERO)
 
     def answer(self, name: str, func, args: tuple, kwargs: dict):
         t = args[0]
+        module = self._module()
+        self.reads[module] = self.reads.get(module, 0) + 1
         if not _holds_no_values(t):
             return func(*args, **kwargs)
         if t.dtype != torch.bool:
