@@ -34,7 +34,7 @@ ROUND = replace(
                                                                           ("HBM", "GDDR", "LPDDR")},
     vector_fraction=Default(0.5, "test"), kernel_gap_s=Default(1e-6, "test"),
     kind_floor_s={**{k: 1e-6 for k in OP_KINDS}, "matmul": 2e-6, "conv": 4e-6, "depthwise": 3e-6,
-                  "batch_norm_fp32": 0.5e-6},
+                  "batch_norm_cudnn": 0.5e-6},
     kernel_floor_s=Default(1e-6, "test"), eager_op_s=Default(10e-6, "test"),
     eager_functional_op_s=Default(5e-6, "test"), eager_extra_kernel_s=Default(2e-6, "test"),
     eager_no_kernel_op_s=Default(1e-6, "test"), conv_factor=Default(0.5, "test"),

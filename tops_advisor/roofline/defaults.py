@@ -133,12 +133,13 @@ class RooflineDefaults:
     # elementwise 1.2 us (n=1677), copies 1.6-3.0, embedding 1.9-2.0, reduction 2.6-2.8, pooling 2.0-2.6,
     # norms 3.6 (one kernel), GEMMs 3.5-3.7, convolutions 5.5-5.9 (2-3 kernels), depthwise convolutions
     # 2.6-3.4, fused attention 5.2 (n=20); fp32 batch norm is one light cuDNN inference kernel: 2.2 us
-    # (536 calls), where fp16 batch norm (3 kernels) takes 5.1. A pointwise (1x1) convolution runs as a plain
+    # (536 calls), where fp16 batch norm (3 kernels) takes 5.1. Autocast's batch norm (half input, fp32
+    # weights) runs the same cuDNN kernel (Normalization.cpp _batch_norm_impl_index) and takes its floor. A pointwise (1x1) convolution runs as a plain
     # GEMM and takes the GEMM floor.
     kind_floor_s: dict = _d(
         elementwise=1.2e-6, copy=2.0e-6, embedding=1.9e-6, reduction=2.7e-6, pool=2.3e-6, norm=3.6e-6,
         softmax=2.7e-6, matmul=3.6e-6, conv=5.5e-6, attention=5.2e-6, other=2.0e-6,
-        depthwise=3.0e-6, batch_norm_fp32=2.2e-6)
+        depthwise=3.0e-6, batch_norm_cudnn=2.2e-6)
     # Each kernel an operator launches beyond its first.
     kernel_floor_s: Default = Default(1.2e-6, "H200: the median elementwise kernel moving < 1 MB")
 

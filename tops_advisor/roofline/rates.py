@@ -317,7 +317,9 @@ def floors(a: dict, cls: np.ndarray, perf: DevicePerf) -> np.ndarray:
     first = np.array([f.get(k, f["other"]) for k in OP_KINDS])[a["kind"]]
     first = np.where(cls == CLASSES.index("pointwise_conv"), f["matmul"], first)
     first = np.where(cls == CLASSES.index("depthwise"), f["depthwise"], first)
-    first = np.where((a["family"] == "batch_norm") & (a["dtype"] == "fp32"), f["batch_norm_fp32"], first)
+    # one-kernel batch norm is cuDNN's inference kernel: fp32, and autocast's half input with fp32 weights
+    # (counting.handles.batch_norm; fp16 with half weights runs PyTorch's native kernel and a copy: 2 kernels)
+    first = np.where((a["family"] == "batch_norm") & (a["kernels"] == 1), f["batch_norm_cudnn"], first)
     first = np.where(a["family"] == "bilinear_upsample", np.maximum(first, bilinear_loop_s(a, perf)), first)
     k = a["kernels"]
     return np.where(k >= 1, first + np.maximum(k - 1, 0) * perf.kernel_floor_s, 0.0)
