@@ -153,3 +153,25 @@ def test_a_forward_that_never_asks_and_reads_fails_capture_in_every_count():
             return x * 2 if bool((x > 0).any()) else x
 
     assert _capture_fails(count_module(Reads(), torch.randn(4, 16, device="meta"), "fp16"))
+
+
+class MakesDeviceTensors(torch.nn.Module):
+    """transformers' eager_mask under capture: torch.tensor(0.0, device=...) copies from pageable host memory;
+    its caches start as torch.tensor([], device=...), which copies nothing."""
+
+    def __init__(self, scalar: bool):
+        super().__init__()
+        self.scalar = scalar
+
+    def forward(self, x):
+        empty = torch.tensor([], device=x.device)
+        if self.scalar and torch.cuda.is_current_stream_capturing():
+            x = x + torch.tensor(0.0, device=x.device, dtype=x.dtype)
+        return x + empty.numel()
+
+
+def test_a_device_tensor_made_from_python_data_under_capture_fails_capture():
+    x = torch.randn(4, 16, device="meta")
+    assert _capture_fails(count_module(MakesDeviceTensors(scalar=True), x, "fp16", captured=True))
+    assert not _capture_fails(count_module(MakesDeviceTensors(scalar=True), x, "fp16"))      # eager path: fine
+    assert not _capture_fails(count_module(MakesDeviceTensors(scalar=False), x, "fp16", captured=True))

@@ -417,6 +417,8 @@ class _FusedCounter(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func in _HOST_DATA_FACTORIES and _made_from_host_data(func, args, kwargs):
+            self.state.cpu_copies += 1
         if self.state.casting():  # before conv2d's own dtype checks
             args, kwargs = self.state.autocast.cast_function(func, args, kwargs, self.state.weight_key)
         if func is MHA_FUNCTION and not self.state.suppress and mha_fused_on_cuda(args, kwargs):
@@ -439,6 +441,26 @@ class _FusedCounter(TorchFunctionMode):
             self.state.suppress -= 1
         self.state.record(name, args, kwargs, out)
         return out
+
+
+_HOST_DATA_FACTORIES = (torch.tensor, torch.as_tensor)
+
+
+def _made_from_host_data(func, args: tuple, kwargs: dict) -> bool:
+    """``torch.tensor(data, device=d)`` (or ``as_tensor``) of Python data on a device other than the CPU: the
+    data is copied from pageable host memory, which a CUDA-graph capture refuses. Transformers' ``eager_mask``
+    does this (``torch.tensor(0.0, device=mask.device)``) only under capture: ConvBERT failed capture on the
+    H200 in blind round 14 with "Cannot copy between CPU and CUDA tensors during CUDA graph capture". A model
+    on the meta device stands for one on the GPU."""
+    data = args[0] if args else kwargs.get("data")
+    device = kwargs.get("device", args[2] if func is torch.as_tensor and len(args) > 2 else None)
+    if isinstance(data, torch.Tensor) or device is None or kwargs.get("pin_memory") or _empty(data):
+        return False   # empty data copies nothing (transformers' caches start as torch.tensor([], device=...))
+    return torch.device(device).type != "cpu"
+
+
+def _empty(data) -> bool:
+    return isinstance(data, (list, tuple)) and all(_empty(d) for d in data)
 
 
 def _fused_sdpa_possible(args: tuple, kwargs: dict) -> bool:
@@ -650,8 +672,9 @@ def _notes(state: _State, captured: bool, asked: bool) -> tuple[str, ...]:
     """CUDA-graph capture failures the count can see (a copy from a CPU tensor; a host read while captured,
     e.g. Marian's fp16 ``torch.isfinite(h).all()`` check: measured on the H200, capture failed with
     cudaErrorStreamCaptureUnsupported), then whether the captured path differs from the eager one."""
-    notes = (CPU_COPY_NOTE.format(n=state.cpu_copies),) if state.cpu_copies else ()
-    if state.host.reads and (captured or not asked):   # the reads on the path a capture runs
+    on_capture_path = captured or not asked   # a forward that never asks runs the same path when captured
+    notes = (CPU_COPY_NOTE.format(n=state.cpu_copies),) if state.cpu_copies and on_capture_path else ()
+    if state.host.reads and on_capture_path:
         notes += (CAPTURE_READ_NOTE.format(n=sum(state.host.reads.values()), module=next(iter(state.host.reads))
                                            or "(root)"),)
     return notes + ((CAPTURED_NOTE,) if captured and asked else ())
