@@ -97,6 +97,7 @@ def test_model_costs_counts_once_when_the_forward_never_asks(tmp_path):
     assert counted == []              # both extrapolated from the graph-mode anchors, counted once
     assert graph.flops == pytest.approx(eager.flops)
     assert not graph.capture_sensitive
+    assert graph.captured and not eager.captured      # one count, labelled with the path each mode asked for
 
 
 def test_model_costs_counts_both_paths_when_the_forward_asks(tmp_path):

@@ -14,7 +14,7 @@ milliseconds).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .calibration import Calibration, find_calibration, load_calibration
@@ -69,7 +69,7 @@ class ModelCosts:
         key = (batch, dtype, how)
         twin = self._cache.get((batch, dtype, (how[0], not how[1])))
         if key not in self._cache and twin is not None and not twin.capture_sensitive:
-            self._cache[key] = twin
+            self._cache[key] = replace(twin, captured=how[1])   # the same path, labelled as asked
         if key not in self._cache:
             self._cache[key] = self._count(self._source, batch=batch, dtype=dtype, strict=self.strict,
                                            lowering=how[0], captured=how[1])
