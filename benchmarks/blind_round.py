@@ -61,9 +61,10 @@ def predict_cases(models: list[str], batches: list[int], dtype: str, compiled: b
     return {"hardware": HARDWARE, "frozen_at": commit, "rows": rows}
 
 
-def merged(paths: list[str]) -> dict:
+def merged(paths: list[str], eager_best: bool = False) -> dict:
     """Runs of several measurement files, one per (model, batch, dtype): each mode's time from the first file
-    that has it, failures only where no file has a time."""
+    that has it, failures only where no file has a time. With ``eager_best``, the eager time is the fastest of
+    the files' eager passes (see ``--eager-best``)."""
     runs: dict[tuple, dict] = {}
     for path in paths:
         for r in json.loads(Path(path).read_text())["runs"]:
@@ -72,9 +73,17 @@ def merged(paths: list[str]) -> dict:
             for field, value in r.items():
                 if have.get(field) is None and value is not None:
                     have[field] = value
+            if eager_best and r.get("eager_s") and have.get("eager_s"):
+                have["eager_s"] = min(have["eager_s"], r["eager_s"])
             if any(r.get(f"{m}_s") for m in MODES):
                 have["error"] = None if any(have.get(f"{m}_s") for m in MODES) else have.get("error")
     return {"runs": list(runs.values())}
+
+
+def launch_us(paths: list[str]) -> float:
+    """The host's undisturbed launch time: the fastest of several ``launch_time.py`` probes (each a median of 5)
+    taken during the measuring calls."""
+    return min(json.loads(Path(p).read_text())["kernel_eager_us"] for p in paths)
 
 
 def _nearest(grid: dict[str, float], launch_us: float) -> float:
@@ -165,6 +174,11 @@ def main() -> int:
     s.add_argument("measured", nargs="+", help="measure_models.py results; several are merged per (model, "
                                                "batch, dtype), the first file giving a mode's time wins")
     s.add_argument("--kernel-eager-us", type=float, help="the probe's eager launch time on the measuring host")
+    s.add_argument("--launch-files", nargs="+", metavar="JSON", help="launch_time.py outputs of the measuring "
+                                                                       "calls: the fastest is the launch time")
+    s.add_argument("--eager-best", action="store_true",
+                   help="score each eager point against the fastest of its passes (one per measured file) and "
+                        "the fastest launch probe: the host's undisturbed speed, as the probe predicts it")
     s.add_argument("--markdown", action="store_true")
     s.add_argument("--write-band", metavar="PATH", help="add this round's compiled and AMP bands to PATH (the "
                                                           "shipped tops_advisor/data/accuracy_h200_blind.json)")
@@ -176,7 +190,8 @@ def main() -> int:
         result = predict_cases(models, [int(b) for b in args.batches.split(",")], args.dtype, args.compiled)
         Path(args.out).write_text(json.dumps(result, indent=1))
         return 0
-    rows = score(json.loads(Path(args.predictions).read_text()), merged(args.measured), args.kernel_eager_us)
+    launch = launch_us(args.launch_files) if args.launch_files else args.kernel_eager_us
+    rows = score(json.loads(Path(args.predictions).read_text()), merged(args.measured, args.eager_best), launch)
     summ = summary([r for r in rows if "graph_s" in r])
     if args.write_band:
         write_band(Path(args.write_band), rows, args.round)
