@@ -61,6 +61,25 @@ def test_sustained_clock_scales_every_compute_rate_not_bandwidth():
     assert any("sustained" in note for note in fast.assumptions)
 
 
+def test_burst_clock_is_the_card_at_that_clock():
+    device = hw("rtx-5090")                     # no sustained clock: sustained rates at the rated boost
+    burst = device.at_burst_clock()
+    assert device.clock_scale == 1.0
+    assert burst.clock_scale == pytest.approx(device.burst_clock_mhz / device.boost_clock_mhz)
+    assert burst.citation("sustained_clock_mhz") == device.citation("burst_clock_mhz")
+    fast, rated = device_perf(burst, defaults=ROUND), device_perf(device, defaults=ROUND)
+    assert fast.matrix_ops_per_s["fp16"] == pytest.approx(rated.matrix_ops_per_s["fp16"] * burst.clock_scale)
+    assert hw("h200-sxm").at_burst_clock() == hw("h200-sxm")   # none: the card itself
+
+
+def test_burst_clock_needs_a_boost_clock():
+    data = hw("rtx-5090").model_dump()
+    data["boost_clock_mhz"] = None
+    data["citations"].pop("boost_clock_mhz")
+    with pytest.raises(ValidationError, match="burst_clock_mhz is given but boost_clock_mhz is not"):
+        Hardware(**data)
+
+
 @pytest.mark.parametrize(("device_id", "precision", "expected"), [
     ("rtx-4090", "fp16", True),          # 165.2 with FP32 accumulate, 330.3 with FP16 accumulate
     ("rtx-4090", "bf16", True),

@@ -58,6 +58,7 @@ def test_problems_are_reported():
                  "batch must be"):
         assert part in problems
     assert ps.record_problems({"card": "t4"}, CARD_IDS)[0].startswith("missing ")
+    assert "clock must be 'sustained' or 'burst'" in " ".join(ps.record_problems({**bad, "clock": "max"}, CARD_IDS))
     assert ps.record_problems({**bad, "workload": "llm:llama9"}, CARD_IDS)[1] == "unknown LLM preset 'llama9'"
     assert "bad GEMM shape" in " ".join(ps.record_problems({**bad, "workload": "gemm:1x2"}, CARD_IDS))
 
@@ -216,3 +217,12 @@ def test_compiled_and_amp_predictions_quote_their_blind_round_band():
     assert expected_error("cnn", "compiled", False, summary, hardware=h200)["n"] >= 16
     assert expected_error("cnn", "graph", False, summary, hardware=h200, dtype="amp")["mode"] == "graph"
     assert {(b["mode"], b["dtype"]) for b in shipped["bands"]} >= {("compiled", "fp16"), ("graph", "amp")}
+
+
+def test_burst_records_are_scored_at_the_cards_burst_clock():
+    rec = {"card": "rtx-5090", "workload": "gemm:8192x8192x8192", "batch": 1, "precision": "fp16",
+           "run": "kernel", "metric": "tflops", "value": 200.0, "pointer": "x"}
+    predictor = ps.Predictor()
+    sustained, burst = predictor.latency_s(rec), predictor.latency_s({**rec, "clock": "burst"})
+    hw = predictor.catalog.get("rtx-5090")
+    assert sustained / burst == pytest.approx(hw.burst_clock_mhz / hw.boost_clock_mhz, rel=0.02)

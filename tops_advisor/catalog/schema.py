@@ -68,6 +68,10 @@ class Hardware(BaseModel):
         default=None, description="GPU clock a published measurement shows the card holding under a full load "
                                   "at its power limit, MHz (GeForce GPU Boost runs above the rated boost clock); "
                                   "the datasheet peaks are at boost_clock_mhz, so compute rates scale by the ratio.")
+    burst_clock_mhz: PositiveFloat | None = Field(
+        default=None, description="Highest GPU clock a published measurement shows under load, MHz: where GPU "
+                                  "Boost runs a load too short to reach the power limit (a benchmark of about a "
+                                  "second). at_burst_clock() is the card at that clock.")
 
     tdp_w: PositiveFloat = Field(description="Board power / TDP / max TGP in watts (the top mode for modules).")
     power_modes_w: tuple[PositiveFloat, ...] = Field(default=(), description="Selectable power modes (Jetson).")
@@ -109,9 +113,10 @@ class Hardware(BaseModel):
                 raise ValueError(f"sparse_tops.{p} is given but dense_tops.{p} is not")
             if sparse < dense:
                 raise ValueError(f"sparse_tops.{p} = {sparse} is below dense_tops.{p} = {dense}; sparse >= dense")
-        if self.sustained_clock_mhz is not None and self.boost_clock_mhz is None:
-            raise ValueError("sustained_clock_mhz is given but boost_clock_mhz is not: the datasheet peaks are "
-                             "scaled by sustained / boost")
+        for name in ("sustained_clock_mhz", "burst_clock_mhz"):
+            if getattr(self, name) is not None and self.boost_clock_mhz is None:
+                raise ValueError(f"{name} is given but boost_clock_mhz is not: the datasheet peaks are scaled "
+                                 "by that clock / boost")
         keys = {s.key for s in self.sources}
         if len(keys) != len(self.sources):
             raise ValueError("two sources share one key")
@@ -159,6 +164,14 @@ class Hardware(BaseModel):
             return 1.0
         return self.sustained_clock_mhz / self.boost_clock_mhz
 
+    def at_burst_clock(self) -> Hardware:
+        """This card running a short load at its burst clock (itself when it has none): the clock-derived
+        peaks scale by burst / boost instead of sustained / boost."""
+        if self.burst_clock_mhz is None:
+            return self
+        cites = {**self.citations, "sustained_clock_mhz": self.citations.get("burst_clock_mhz", "")}
+        return self.model_copy(update={"sustained_clock_mhz": self.burst_clock_mhz, "citations": cites})
+
     @property
     def pcie_bandwidth_bytes_per_s(self) -> float | None:
         """Per-direction PCIe payload bandwidth from generation and lanes, after line encoding: 8b/10b for PCIe
@@ -179,7 +192,7 @@ class Hardware(BaseModel):
 
 _NUMERIC_FIELDS = (
     "memory_gb", "memory_bandwidth_gb_s", "l2_cache_mb", "compute_units", "boost_clock_mhz",
-    "sustained_clock_mhz", "tdp_w",
+    "sustained_clock_mhz", "burst_clock_mhz", "tdp_w",
     "power_modes_w", "pcie_gen", "pcie_lanes", "peer_link_bandwidth_gb_s", "price_usd", "launch_date",
 )
 

@@ -56,30 +56,34 @@ class RooflineDefaults:
     # half their FP16-accumulate rate (whitepapers: RTX 4090 'FP16 Tensor with FP32 Accumulate 165.2' vs 'with
     # FP16 Accumulate 330.3'); a precision counts as half rate when the catalog's *_fp16acc peak is twice its
     # own. The same operand feed (shared memory, registers) then serves half the math, so cuBLAS gets closer
-    # to the (halved) peak than data-centre parts get to theirs (MAMF 80-87%). Per clock, from the RTX 4090,
-    # the one GeForce card with a published sustained clock (hardware_db/rtx-4090.toml, 2730 MHz: fp16 peak
-    # there 128 SMs x 512 x 2.73 GHz = 178.9 TFLOPS): github.com/zzc0721/torch-performance-test-data
-    # database.md at 078586871da3, the four 'NVIDIA RTX 4090 24GB' rows, fp16 165.08 / 171.06 / 162.35 / 167.80
-    # and bf16 170.06 / 173.31 / 162.39 / 163.09 TFLOPS (best torch.mm, square 1024-10240): median 166.4 /
-    # 178.9 = 0.93. Cross-check, not fitted: the table's three RTX 3090 rows (fp16 75.5-75.9 of 71 at the rated
-    # 1695 MHz) need 1.94 GHz at 0.93, the same clock the FP32 rows below need for their fraction.
-    half_rate_matmul_fraction: Default = Default(0.93, "torch-performance-test-data database.md: RTX 4090 24GB "
-                                                       "fp16/bf16 torch.mm median 166.4 TFLOPS of 178.9 at "
-                                                       "the sustained 2730 MHz")
+    # to the (halved) peak than data-centre parts get to theirs (MAMF 80-87%). Per clock, from the RTX 4090 at
+    # the clock that benchmark runs at: github.com/zzc0721/torch-performance-test-data test.py times 30 torch.mm
+    # calls per size, about a second per precision, shorter than a GeForce card takes to reach its power limit
+    # (an RTX 5090 under gpu_burn reached its 575 W cap after about 4 s: hardware_db/rtx-5090.toml), so the card
+    # runs at its burst clock, 2850 MHz for the 4090 (hardware_db/rtx-4090.toml, TweakTown: stock FE 2810-2850
+    # MHz while cool). fp16 peak there 128 SMs x 512 x 2.85 GHz = 186.8 TFLOPS; database.md at 078586871da3, the
+    # four 'NVIDIA RTX 4090 24GB' rows, fp16 165.08 / 171.06 / 162.35 / 167.80 and bf16 170.06 / 173.31 / 162.39
+    # / 163.09 TFLOPS (best torch.mm, square 1024-10240): median 166.4 / 186.8 = 0.89. (Fitted at the 4090's
+    # sustained 2730 MHz instead, it was 0.93, which put the RTX 5090's rows of the same table 20% faster than
+    # predicted at its rated clock.) Cross-check, not fitted: the table's three RTX 3090 rows (fp16 75.5-75.9 of
+    # 71 at the rated 1695 MHz) need 2.02 GHz at 0.89, the same clock the FP32 rows below need for theirs.
+    half_rate_matmul_fraction: Default = Default(0.89, "torch-performance-test-data database.md: RTX 4090 24GB "
+                                                       "fp16/bf16 torch.mm median 166.4 TFLOPS of 186.8 at "
+                                                       "its 2850 MHz burst clock")
     # Plain FP32 (SIMT) GEMMs where half of the FP32 lanes are shared with INT32 (GA10x, AD10x, GB20x). The
     # GA102 whitepaper (nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf, 'GA10x SM'): each SM
     # partition has one datapath of 16 FP32 units and one of 16 units that run FP32 or INT32, so the datasheet
     # FP32 peak (128 lanes per SM) counts every lane doing FP32 every clock. An SGEMM inner loop also issues
     # shared-memory loads and integer address arithmetic, which take the shared datapath's slots, so it
     # reaches less of this doubled peak than data-centre parts with dedicated FP32 lanes reach of theirs
-    # (V100 SXM2 92%, H100/H200 77% in the same table). Per clock, RTX 4090 at 2730 MHz (89.5 TFLOPS): the
-    # same four rows, FP32 55.01 / 54.77 / 46.48 / 54.67, median 54.72 / 89.5 = 0.61. Cross-check, not fitted:
-    # RTX 3090 FP32 24.5-24.8 of 35.6 at 1695 MHz needs 1.93 GHz at 0.61. Such cards are found by their lanes:
-    # FP32 peak / (2 x SMs x boost clock) = 128 on an architecture named here (GA100 and Volta have 64 per
-    # SM; Hopper's 128 are dedicated FP32 units, not shared with INT32, so Hopper is not named).
-    shared_int32_fp32_matmul_fraction: Default = Default(0.61, "torch-performance-test-data database.md: RTX "
+    # (V100 SXM2 92%, H100/H200 77% in the same table). Per clock, RTX 4090 at its 2850 MHz burst clock (93.4
+    # TFLOPS; why the burst clock: above): the same four rows, FP32 55.01 / 54.77 / 46.48 / 54.67, median
+    # 54.72 / 93.4 = 0.59. Cross-check, not fitted: RTX 3090 FP32 24.5-24.8 of 35.6 at 1695 MHz needs 2.00 GHz
+    # at 0.59. Such cards are found by their lanes: FP32 peak / (2 x SMs x boost clock) = 128 on an architecture
+    # named here (GA100 and Volta have 64 per SM; Hopper's 128 are dedicated FP32 units, not shared with INT32, so Hopper is not named).
+    shared_int32_fp32_matmul_fraction: Default = Default(0.59, "torch-performance-test-data database.md: RTX "
                                                                "4090 24GB FP32 torch.mm median 54.72 TFLOPS "
-                                                               "of 89.5 at the sustained 2730 MHz")
+                                                               "of 93.4 at its 2850 MHz burst clock")
     shared_int32_fp32_architectures: tuple = ("Ampere", "Ada Lovelace", "Blackwell")
     shared_int32_fp32_lanes_per_unit: int = 128
     # Fraction of datasheet DRAM bandwidth that a large copy reaches, by (architecture, memory type): the first
