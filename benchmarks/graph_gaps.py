@@ -58,6 +58,27 @@ def gaps(run: list[dict]) -> list[dict]:
     return out
 
 
+def timeline(mf, spec: str, dtype: str, batch: int) -> dict:
+    """One model at one batch and dtype: unprofiled replay time (mean of 20) and the last profiled replay."""
+    model = mf.build(meta=False).to("cuda", dtype=DTYPES[dtype]).eval()
+    inputs = cast_inputs(mf.inputs(batch, meta=False), dtype, "cuda")
+    with torch.inference_mode():
+        graph = capture_graph(forward_fn(model, inputs))
+        for _ in range(5):
+            graph.replay()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(20):
+            graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        last = kernels_of_replays(graph, REPLAYS)[-1]
+    span = last[-1]["start_us"] + last[-1]["dur_us"] - last[0]["start_us"]
+    return {"model": spec, "dtype": dtype, "batch": batch, "graph_us": start.elapsed_time(end) * 1e3 / 20,
+            "replay_span_us": span, "kernels": gaps(last)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", required=True)
@@ -71,33 +92,14 @@ def main() -> int:
         for dtype in args.dtypes.split(","):
             for batch in [int(b) for b in args.batches.split(",")]:
                 try:
-                    model = mf.build(meta=False).to("cuda", dtype=DTYPES[dtype]).eval()
-                    inputs = cast_inputs(mf.inputs(batch, meta=False), dtype, "cuda")
-                    with torch.inference_mode():
-                        graph = capture_graph(forward_fn(model, inputs))
-                        for _ in range(5):
-                            graph.replay()
-                        torch.cuda.synchronize()
-                        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                        start.record()
-                        for _ in range(20):
-                            graph.replay()
-                        end.record()
-                        torch.cuda.synchronize()
-                        runs = kernels_of_replays(graph, REPLAYS)
-                    last = runs[-1]
-                    result["runs"].append({"model": spec, "dtype": dtype, "batch": batch,
-                                           "graph_us": start.elapsed_time(end) * 1e3 / 20,
-                                           "replay_span_us": last[-1]["start_us"] + last[-1]["dur_us"]
-                                           - last[0]["start_us"], "kernels": gaps(last)})
-                    r = result["runs"][-1]
+                    r = timeline(mf, spec, dtype, batch)
                     print(f"{spec} {dtype} b={batch}: {len(r['kernels'])} kernels, graph {r['graph_us']:.1f} us, "
                           f"span {r['replay_span_us']:.1f} us", file=sys.stderr, flush=True)
-                    del graph, model
-                    torch.cuda.empty_cache()
                 except Exception as exc:  # noqa: BLE001 - keep going; the failure is recorded
-                    result["runs"].append({"model": spec, "dtype": dtype, "batch": batch, "error": repr(exc)[:300]})
+                    r = {"model": spec, "dtype": dtype, "batch": batch, "error": repr(exc)[:300]}
                     print(f"{spec} {dtype} b={batch}: {exc!r}"[:300], file=sys.stderr, flush=True)
+                result["runs"].append(r)
+                torch.cuda.empty_cache()
     with gzip.open(args.out, "wt") as f:
         json.dump(result, f)
     return 0
