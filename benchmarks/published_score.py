@@ -189,7 +189,7 @@ class Predictor:
 
     def card(self, card_id: str, burst: bool = False):
         """(hardware, calibration, device perf) of a card; ``burst``: at its burst clock (a record whose
-        benchmark runs about a second, too short to reach the power limit: ``"clock": "burst"``)."""
+        benchmark runs a second or two, too short to reach the power limit: ``"clock": "burst"``)."""
         if (card_id, burst) not in self._cards:
             from tops_advisor.api import calibration_for, device_perf
             hw = self.catalog.get(card_id)

@@ -70,8 +70,8 @@ class Hardware(BaseModel):
                                   "the datasheet peaks are at boost_clock_mhz, so compute rates scale by the ratio.")
     burst_clock_mhz: PositiveFloat | None = Field(
         default=None, description="Highest GPU clock a published measurement shows under load, MHz: where GPU "
-                                  "Boost runs a load too short to reach the power limit (a benchmark of about a "
-                                  "second). at_burst_clock() is the card at that clock.")
+                                  "Boost runs a load too short to reach the power limit (a benchmark of a second "
+                                  "or two). at_burst_clock() is the card at that clock.")
 
     tdp_w: PositiveFloat = Field(description="Board power / TDP / max TGP in watts (the top mode for modules).")
     power_modes_w: tuple[PositiveFloat, ...] = Field(default=(), description="Selectable power modes (Jetson).")

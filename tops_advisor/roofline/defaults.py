@@ -58,7 +58,7 @@ class RooflineDefaults:
     # own. The same operand feed (shared memory, registers) then serves half the math, so cuBLAS gets closer
     # to the (halved) peak than data-centre parts get to theirs (MAMF 80-87%). Per clock, from the RTX 4090 at
     # the clock that benchmark runs at: github.com/zzc0721/torch-performance-test-data test.py times 30 torch.mm
-    # calls per size, about a second per precision, shorter than a GeForce card takes to reach its power limit
+    # calls per size, one to two seconds per precision, shorter than a GeForce card takes to reach its power limit
     # (an RTX 5090 under gpu_burn reached its 575 W cap after about 4 s: hardware_db/rtx-5090.toml), so the card
     # runs at its burst clock, 2850 MHz for the 4090 (hardware_db/rtx-4090.toml, TweakTown: stock FE 2810-2850
     # MHz while cool). fp16 peak there 128 SMs x 512 x 2.85 GHz = 186.8 TFLOPS; database.md at 078586871da3, the
