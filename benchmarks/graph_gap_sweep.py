@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-from benchmarks.graph_gaps import gaps, kernels_of_replays
+from benchmarks.graph_gaps import gaps, kernels_of_replays, replay_us
 from tops_advisor.validate.measure import capture_graph, environment
 
 CHAIN = 200
@@ -47,18 +47,10 @@ def chain(pattern: str, n: int):
 def one(pattern: str, n: int) -> dict:
     with torch.inference_mode():
         graph = capture_graph(chain(pattern, n))
-        for _ in range(3):
-            graph.replay()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(20):
-            graph.replay()
-        end.record()
-        torch.cuda.synchronize()
+        graph_us = replay_us(graph, warmup=3)
         ks = gaps(kernels_of_replays(graph, 3)[-1])
     return {"pattern": pattern, "elements": n, "kernels": len(ks),
-            "graph_us_per_kernel": start.elapsed_time(end) * 1e3 / 20 / len(ks),
+            "graph_us_per_kernel": graph_us / len(ks),
             "median_dur_us": statistics.median(k["dur_us"] for k in ks),
             "median_gap_us": statistics.median(k["gap_us"] for k in ks[1:]),
             "mean_gap_us": statistics.mean(k["gap_us"] for k in ks[1:])}

@@ -58,24 +58,30 @@ def gaps(run: list[dict]) -> list[dict]:
     return out
 
 
+def replay_us(graph, warmup: int = 5, timed: int = 20) -> float:
+    """Mean time of one unprofiled replay, us: ``timed`` replays between CUDA events after ``warmup``."""
+    for _ in range(warmup):
+        graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(timed):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / timed
+
+
 def timeline(mf, spec: str, dtype: str, batch: int) -> dict:
     """One model at one batch and dtype: unprofiled replay time (mean of 20) and the last profiled replay."""
     model = mf.build(meta=False).to("cuda", dtype=DTYPES[dtype]).eval()
     inputs = cast_inputs(mf.inputs(batch, meta=False), dtype, "cuda")
     with torch.inference_mode():
         graph = capture_graph(forward_fn(model, inputs))
-        for _ in range(5):
-            graph.replay()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(20):
-            graph.replay()
-        end.record()
-        torch.cuda.synchronize()
+        graph_us = replay_us(graph)
         last = kernels_of_replays(graph, REPLAYS)[-1]
     span = last[-1]["start_us"] + last[-1]["dur_us"] - last[0]["start_us"]
-    return {"model": spec, "dtype": dtype, "batch": batch, "graph_us": start.elapsed_time(end) * 1e3 / 20,
+    return {"model": spec, "dtype": dtype, "batch": batch, "graph_us": graph_us,
             "replay_span_us": span, "kernels": gaps(last)}
 
 
