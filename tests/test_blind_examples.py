@@ -574,7 +574,7 @@ def test_tinyllama_attention_sees_32_heads():
     sdpa = _named("tinyllama_prefill", SDPA)
     assert len(sdpa) == 22 and all(op["gemm"] == {"m": hand.LLAMA_SEQ, "n": hand.LLAMA_SEQ, "k": 64,
                                                   "batch": BATCH * 32, "window": 1, "spatial_dims": 0, "stride": 1,
-                                                  "dilation": 1}
+                                                  "dilation": 1, "plane": 0}
                                    for op in sdpa)
 
 

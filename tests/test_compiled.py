@@ -285,7 +285,8 @@ def test_dilated_depthwise_channels_last_runs_cudnns_generic_grouped_kernel():
     ratio = (ops["dw"].flops / ops["dw"].compute_s) / (ops["dilated"].flops / ops["dilated"].compute_s)
     assert ratio == pytest.approx(d.depthwise_channels_last_vector_factor[0]
                                   / d.depthwise_dilated_channels_last_vector_factor.value)
-    # eager (NCHW) keeps one rate for both
+    # eager (NCHW): PyTorch sends the dilated one to its own depthwise kernel (the 32-bit share), the 3x3 to cuDNN
     e = count_module(DilatedDepthwise(), torch.randn(8, 64, 28, 28), "fp16", lowering=PYTORCH_CUDA)
     pe = {o.module: op for o, op in zip(e.ops, predict(e, hw, mode="graph").ops, strict=True) if o.kind == "conv"}
-    assert pe["dw"].compute_s == pytest.approx(pe["dilated"].compute_s)
+    assert pe["dilated"].compute_s / pe["dw"].compute_s == pytest.approx(
+        d.depthwise_vector_factor[0] / d.depthwise_vector_factor[1])

@@ -67,7 +67,8 @@ def test_json_has_totals_and_ops():
     assert data["flops"] == pytest.approx(sum(op["flops"] for op in data["ops"]))
     assert data["ops"][0]["name"] == "aten.convolution" and data["ops"][0]["module"] == "conv1"
     assert data["ops"][0]["gemm"] == {"m": 112 * 112, "n": 64, "k": 3 * 7 * 7, "batch": 1, "window": 7 * 7,
-                                     "spatial_dims": 2, "stride": 2, "dilation": 1}
+                                     "spatial_dims": 2, "stride": 2, "dilation": 1,
+                                     "plane": 112 * 112}
 
 
 def test_unsupported_ops_warn_and_strict_fails(tmp_path):

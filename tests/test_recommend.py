@@ -17,41 +17,41 @@ SLOW = make_hardware(id="slow-gpu", name="Slow GPU", memory_bandwidth_gb_s=500, 
 
 def stream(batch: int, dtype: str, param_bytes: float = 0.0) -> Workload:
     """One memory-bound operator (a matmul kind: full attainable bandwidth) moving 8.5 MB per sample:
-    10 us per sample on FAST, 20 us on SLOW, plus 4.35 us per kernel (the 3.6 us GEMM floor, added to the
+    10 us per sample on FAST, 20 us on SLOW, plus 3.15 us per kernel (the 2.4 us GEMM floor, added to the
     work, and the 0.75 us gap)."""
     op = OpRecord("aten.mm", "matmul", "", 1e3 * batch, 4.25e6 * batch, 4.25e6 * batch, 0, dtype, 1)
     return Workload("stream", batch, dtype, (op,), param_bytes=param_bytes)
 
 
 def test_largest_batch_meeting_latency():
-    # FAST: 10 us x b + 4.35 us <= 100 us -> b <= 9.56 -> 8. SLOW: 20 us x b + 4.35 us <= 100 us -> b <= 4.78
+    # FAST: 10 us x b + 3.15 us <= 100 us -> b <= 9.68 -> 8. SLOW: 20 us x b + 3.15 us <= 100 us -> b <= 4.84
     # -> 4.
     res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6, rank_by="throughput"))
     by_id = {r.hardware: r for r in res.recommendations}
     assert by_id["toy-gpu"].batch == 8 and by_id["slow-gpu"].batch == 4
-    assert by_id["toy-gpu"].latency_s == pytest.approx(84.35e-6)
-    assert by_id["toy-gpu"].headroom == pytest.approx(100 / 84.35)
+    assert by_id["toy-gpu"].latency_s == pytest.approx(83.15e-6)
+    assert by_id["toy-gpu"].headroom == pytest.approx(100 / 83.15)
     assert [r.hardware for r in res.recommendations] == ["toy-gpu", "slow-gpu"]
 
 
 def test_efficiency_ranking_prefers_samples_per_watt():
-    # FAST: 8 / 84.35 us = 94,843/s over 200 W = 474 /s/W. SLOW: 4 / 84.35 us = 47,421/s over 50 W = 948 /s/W.
+    # FAST: 8 / 83.15 us = 96,212/s over 200 W = 481 /s/W. SLOW: 4 / 83.15 us = 48,106/s over 50 W = 962 /s/W.
     res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6))
     assert [r.hardware for r in res.recommendations] == ["slow-gpu", "toy-gpu"]
-    assert res.recommendations[0].throughput_per_watt == pytest.approx(4 / 84.35e-6 / 50)
+    assert res.recommendations[0].throughput_per_watt == pytest.approx(4 / 83.15e-6 / 50)
 
 
 def test_fixed_batch_and_latency_rejection_reason():
-    # At batch 8, SLOW takes 20 x 8 + 4.35 = 164.35 us > 100 us.
+    # At batch 8, SLOW takes 20 x 8 + 3.15 = 163.15 us > 100 us.
     res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6, batch=8))
     assert [r.hardware for r in res.recommendations] == ["toy-gpu"]
     assert res.rejected[0].hardware == "slow-gpu"
-    assert res.rejected[0].reason == "164 us at batch 8 > 100 us"
+    assert res.rejected[0].reason == "163 us at batch 8 > 100 us"
 
 
 def test_nothing_meets_latency_names_closest_miss():
-    # batch 1: FAST 14.35 us, SLOW 24.35 us; target 5 us; FAST comes closest (5 / 14.35 = 0.35).
-    with pytest.raises(NothingFeasibleError, match=r"latency target.*closest miss: toy-gpu: 14.3 us at batch 1 > 5 us"):
+    # batch 1: FAST 13.15 us, SLOW 23.15 us; target 5 us; FAST comes closest (5 / 13.15 = 0.38).
+    with pytest.raises(NothingFeasibleError, match=r"latency target.*closest miss: toy-gpu: 13.1 us at batch 1 > 5 us"):
         recommend(stream, [FAST, SLOW], Constraints(latency_s=5e-6))
 
 
@@ -133,11 +133,11 @@ def test_result_dump_adds_human_units_and_hides_closeness():
     res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6, batch=8))
     d = res.model_dump()
     rec = d["recommendations"][0]
-    # FAST at batch 8: 84.35 us
-    assert rec["latency_ms"] == pytest.approx(84.35e-3) and rec["attainable_tops"] == pytest.approx(
+    # FAST at batch 8: 83.15 us
+    assert rec["latency_ms"] == pytest.approx(83.15e-3) and rec["attainable_tops"] == pytest.approx(
         res.recommendations[0].attainable_ops_per_s / 1e12)
     assert isinstance(rec["advice"], list)
-    assert d["rejected"] == [{"hardware": "slow-gpu", "reason": "164 us at batch 8 > 100 us"}]
+    assert d["rejected"] == [{"hardware": "slow-gpu", "reason": "163 us at batch 8 > 100 us"}]
     assert d["constraints"]["dtypes"] == ["fp16"] and d["rank_by"] == "efficiency"
 
 

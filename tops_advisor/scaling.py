@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from .errors import CountingError
 from .units import BYTES_PER_ELEMENT
-from .workload import GemmShape, Workload
+from .workload import Workload
 
 
 def _lerp(v1: float, v2: float, t: float) -> float:
@@ -43,10 +43,8 @@ def batch_affine(w1: Workload, w2: Workload, batch: int) -> Workload:
     for a, b in zip(w1.ops, w2.ops, strict=True):
         gemm = None
         if a.gemm and b.gemm:
-            gemm = GemmShape(_lerp_int(a.gemm.m, b.gemm.m, t), _lerp_int(a.gemm.n, b.gemm.n, t),
-                             _lerp_int(a.gemm.k, b.gemm.k, t), _lerp_int(a.gemm.batch, b.gemm.batch, t),
-                             window=a.gemm.window, spatial_dims=a.gemm.spatial_dims, stride=a.gemm.stride,
-                             dilation=a.gemm.dilation)
+            gemm = replace(a.gemm, m=_lerp_int(a.gemm.m, b.gemm.m, t), n=_lerp_int(a.gemm.n, b.gemm.n, t),
+                           k=_lerp_int(a.gemm.k, b.gemm.k, t), batch=_lerp_int(a.gemm.batch, b.gemm.batch, t))
         ops.append(replace(
             a, flops=max(_lerp(a.flops, b.flops, t), 0.0), bytes_read=max(_lerp(a.bytes_read, b.bytes_read, t), 0.0),
             bytes_written=max(_lerp(a.bytes_written, b.bytes_written, t), 0.0), gemm=gemm))

@@ -26,6 +26,9 @@ OP_KINDS: tuple[str, ...] = (
 # OpRecord.family of a 2-D convolution that runs channels-last (NHWC: inductor's layout decision); its cuDNN
 # kernels differ from the NCHW ones eager PyTorch runs for the same grouped or depthwise convolution.
 CHANNELS_LAST_FAMILY = "channels_last"
+# OpRecord.family of a 2-D depthwise convolution that PyTorch runs on its own CUDA kernel, not cuDNN's, even in
+# fp16 (counting.conv_backend): its rate does not gain from half precision.
+NATIVE_DEPTHWISE_FAMILY = "native_depthwise"
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,9 @@ class GemmShape:
     """The matrix product an operator runs: ``batch`` independent (m x k) @ (k x n) products.
 
     Convolutions report their implicit GEMM (m = N*H_out*W_out, n = C_out/groups, k = C_in/groups*kh*kw,
-    batch = groups), their ``window`` (kh*kw: 1 for a pointwise convolution, which runs as a plain GEMM) and
-    ``spatial_dims`` (1-D convolutions run other kernels than 2-D ones);
+    batch = groups), their ``window`` (kh*kw: 1 for a pointwise convolution, which runs as a plain GEMM when
+    its ``plane`` is aligned), ``spatial_dims`` (1-D convolutions run other kernels than 2-D ones) and
+    ``plane`` (the spatial elements of one image and channel, H_out*W_out: the contiguous row of NCHW);
     attention reports its larger product (m = query length, n = key length, k = head dim,
     batch = batch*heads).
     """
@@ -47,6 +51,7 @@ class GemmShape:
     spatial_dims: int = field(default=0, compare=False)   # convolutions: 1, 2 or 3 (0: not a convolution)
     stride: int = field(default=1, compare=False)         # convolutions: the largest spatial stride
     dilation: int = field(default=1, compare=False)       # convolutions: the largest dilation
+    plane: int = field(default=0, compare=False)          # convolutions: m per image (0: not known)
 
 
 @dataclass(frozen=True)

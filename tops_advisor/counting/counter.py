@@ -43,8 +43,9 @@ from ..units import AMP, parse_precision
 from ..workload import OpRecord, Workload
 from .amp import Autocast
 from .capture import capture_state
+from .conv_backend import depthwise_family
 from .fusion import FlowTracker
-from .handles import ZERO_COST, Cost, OpCall, TensorInfo, lookup
+from .handles import ZERO_COST, Cost, OpCall, TensorInfo, int_tuple, lookup
 from .host_reads import HostReads
 from .library_models import LibraryModel
 from .lowering import PYTORCH_CUDA, CountedOp, OpFacts, TensorFacts, lower
@@ -139,10 +140,26 @@ def _not_dense(x: torch.Tensor) -> bool:
         return False
 
 
-def _family(name: str, ins: list[torch.Tensor]) -> str:
+_CONVOLUTIONS = ("aten.convolution", "aten._convolution")
+
+
+def _channels_last(t: torch.Tensor) -> bool:
+    return t.dim() == 4 and not t.is_contiguous() and t.is_contiguous(memory_format=torch.channels_last)
+
+
+def _family(call: OpCall, ins: list[torch.Tensor], nhwc_input: bool) -> str:
     """``OP_FAMILY``; bilinear upsampling of a channels-last input runs PyTorch's NHWC kernel (parallel over
     every element), not the NCHW one the family stands for (HF SegFormer's decode head: 2.85 ms at batch 128
-    where the NCHW kernel takes 30)."""
+    where the NCHW kernel takes 30); a depthwise convolution PyTorch keeps from cuDNN (``conv_backend``) unless
+    its input is channels-last (``nhwc_input``: cuDNN's NHWC kernels take it)."""
+    name = call.name
+    if name in _CONVOLUTIONS and len(ins) >= 2:
+        if nhwc_input:
+            return ""
+        x = ins[0]
+        return depthwise_family(tuple(x.shape), tuple(ins[1].shape), int_tuple(call.arg(3, "stride", 1)),
+                                int_tuple(call.arg(5, "dilation", 1)), int(call.arg(8, "groups", 1)),
+                                bool(call.arg(6, "transposed", False)))
     family = OP_FAMILY.get(name, "")
     if family == "bilinear_upsample" and ins and ins[0].dim() == 4 and not ins[0].is_contiguous() and \
             ins[0].is_contiguous(memory_format=torch.channels_last):
@@ -184,6 +201,7 @@ class _State:
         self.live_bytes = 0.0
         self.peak_bytes = 0.0
         self._tracked: set[int] = set()
+        self.nhwc_outputs: set[int] = set()          # convolution outputs cuDNN writes channels-last
         self.attention_outputs: set[int] = set()     # SDPA outputs ...
         self.attention_transposed: set[int] = set()  # ... and their transpose(1, 2) views
         self.flow = FlowTracker()                    # dataflow, for the inductor lowering
@@ -198,6 +216,9 @@ class _State:
                 self._keep.append(t)
             else:
                 weakref.finalize(t, ids.discard, id(t))
+
+    def _nhwc(self, t: torch.Tensor) -> bool:
+        return _channels_last(t) or id(t) in self.nhwc_outputs
 
     def weight_key(self, t: torch.Tensor) -> int | None:
         """The value behind a parameter (or a view of one), None for an activation: autocast's cache key."""
@@ -262,6 +283,9 @@ class _State:
         facts = self._facts(name, args, kwargs, ins, outs, infos)
         flow = self.flow.flow(ins, outs, self.param_ids)
         self.records.append(CountedOp(self._op_record(call, self._cost(call), ins), facts, flow))
+        if name in _CONVOLUTIONS and ins and self._nhwc(ins[0]):
+            # cuDNN writes a channels-last input's convolution channels-last; the meta kernel writes NCHW
+            self._hold(outs, self.nhwc_outputs, keep=False)
         if name == _SDPA and len(outs) == 1 and outs[0].dim() == 4:
             self._hold(outs, self.attention_outputs, keep=False)
         self.track(outs, ins)
@@ -313,7 +337,7 @@ class _State:
         return OpRecord(
             name=call.name, kind=cost.kind, module=self.module, flops=float(cost.flops), bytes_read=float(read),
             bytes_written=float(written), param_bytes=float(params), dtype=self._dtype(cost.kind, ins),
-            kernels=cost.kernels, gemm=cost.gemm, strided=strided, family=_family(call.name, ins))
+            kernels=cost.kernels, gemm=cost.gemm, strided=strided, family=_family(call, ins, bool(ins) and self._nhwc(ins[0])))
 
     def _dtype(self, kind: str, ins: list[torch.Tensor]) -> str:
         """The precision an operator computes in: the model's, fp32 for non-matrix work of a tf32 model, or

@@ -206,10 +206,11 @@ def convolution(c: OpCall) -> Cost:
     return Cost("conv", 2.0 * m * n * k * groups, bytes_read=x.nbytes + w.nbytes,
                 param_bytes=sum(t.nbytes for t in (x, w) if t.is_param),
                 gemm=GemmShape(m, n, k, groups, window=kernel, spatial_dims=len(w.shape) - 2,
-                               stride=max(_ints(c.arg(3, "stride", 1))), dilation=max(_ints(c.arg(5, "dilation", 1)))))
+                               stride=max(int_tuple(c.arg(3, "stride", 1))), dilation=max(int_tuple(c.arg(5, "dilation", 1))),
+                               plane=m // max(batch, 1)))
 
 
-def _ints(value) -> tuple:
+def int_tuple(value) -> tuple:
     """A stride or dilation argument as a tuple (an int or a list of ints)."""
     return tuple(int(v) for v in value) if isinstance(value, (list, tuple)) else (int(value),)
 

@@ -138,12 +138,20 @@ class RooflineDefaults:
     # norms 3.6 (one kernel), GEMMs 3.5-3.7, convolutions 5.5-5.9 (2-3 kernels), depthwise convolutions
     # 2.6-3.4, fused attention 5.2 (n=20); fp32 batch norm is one light cuDNN inference kernel: 2.2 us
     # (536 calls), where fp16 batch norm (3 kernels) takes 5.1. Autocast's batch norm (half input, fp32
-    # weights) runs the same cuDNN kernel (Normalization.cpp _batch_norm_impl_index) and takes its floor. A pointwise (1x1) convolution runs as a plain
-    # GEMM and takes the GEMM floor.
+    # weights) runs the same cuDNN kernel (Normalization.cpp _batch_norm_impl_index) and takes its floor. A pointwise (1x1) convolution with an aligned
+    # plane runs as a plain GEMM and takes the GEMM floor.
+    # The floor is added to the operator's work, so it is the fixed time of a kernel with no work: the median
+    # of measured minus predicted work over single-kernel operators under 20 MFLOP and 1 MB (H200 profiles of
+    # 48 models, benchmarks/results/*records*, 2026-12-01). Matmuls 2.37 us (n=275; 1x1 convolutions 2.69,
+    # n=119), depthwise convolutions 1.92 (n=224), softmax 1.57 (n=36) were below the medians above (3.6,
+    # 3.0, 2.7: those include the work of a median small operator) and take the residual; elementwise 1.13,
+    # copies 1.67, reductions 2.57, pooling 2.27, embedding 1.66 and cuDNN batch norm 2.05 agree with theirs.
+    # Norms keep 3.6: fp16 batch norm is three kernels (5.1 us measured), where the residual of one-kernel
+    # norms is 2.72.
     kind_floor_s: dict = _d(
         elementwise=1.2e-6, copy=2.0e-6, embedding=1.9e-6, reduction=2.7e-6, pool=2.3e-6, norm=3.6e-6,
-        softmax=2.7e-6, matmul=3.6e-6, conv=5.5e-6, attention=5.2e-6, other=2.0e-6,
-        depthwise=3.0e-6, batch_norm_cudnn=2.2e-6)
+        softmax=1.6e-6, matmul=2.4e-6, conv=5.5e-6, attention=5.2e-6, other=2.0e-6,
+        depthwise=1.9e-6, batch_norm_cudnn=2.2e-6)
     # Each kernel an operator launches beyond its first.
     kernel_floor_s: Default = Default(1.2e-6, "H200: the median elementwise kernel moving < 1 MB")
 
@@ -349,6 +357,20 @@ class RooflineDefaults:
     # cores, so they are not depthwise here. 1-D depthwise convolutions run cuDNN's conv1D_NCHW kernels: H200
     # sweep, 256 channels, 33 taps over 800 steps at batch 32: 13.2 TFLOPS fp16 (0.28), 3.5 fp32 (0.075).
     depthwise_max_channels_per_group: int = 2
+    # A pointwise (1x1) convolution in NCHW is, per image, a plain GEMM (C_out x C_in) @ (C_in x H*W) whose
+    # contiguous row is the spatial plane H_out*W_out. cuDNN hands it to the GEMM kernels (nvjet, as cuBLAS)
+    # only when that row is a multiple of 16 bytes (the tensor cores' vector load: NVIDIA's "Matrix
+    # Multiplication Background" guide); otherwise it runs it as a convolution: NCHW<->NHWC conversions around
+    # an implicit GEMM, low-alignment CUTLASS GEMMs (cutlass_75_*_align1, cutlass_80_*_align2) or CUDA-core
+    # implicit_convolve_sgemm, all of them slower. H200 per-operator profiles (benchmarks/results/*records*,
+    # 20 CNNs, fp16, 1x1 convolutions over 1 GFLOP): aligned planes (56x56, 28x28) predicted/measured 0.98
+    # (n=653), 8-byte planes (14x14, 10x10) 0.36 (n=278), 2-byte planes (7x7, 19x19) 0.32 (n=230); 1-D
+    # convolutions the same (Conformer's length 249: 0.17-0.44; QuartzNet's 800: 0.9-1.3). Misaligned ones
+    # take the convolution class (its factor and floor). Channels-last (NHWC) ones have the channels as the
+    # row and stay plain GEMMs.
+    pointwise_plane_alignment_bytes: Default = Default(
+        16.0, "H200 per-operator profiles: 1x1 convolutions whose H_out*W_out*element bytes is not a multiple "
+              "of 16 run cuDNN's convolution kernels, not its GEMM ones (benchmarks/results/*records*)")
     depthwise_bandwidth_factor: float = 0.25
     depthwise_vector_factor: tuple = (0.17, 0.085)        # (16-bit, 32-bit) share of the vector rate
     depthwise_1d_vector_factor: tuple = (0.28, 0.075)

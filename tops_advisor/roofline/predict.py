@@ -159,6 +159,7 @@ def _arrays(w: Workload) -> dict:
         "spatial": np.array([o.gemm.spatial_dims if o.gemm else 0 for o in ops], dtype=np.float64),
         "stride": np.array([o.gemm.stride if o.gemm else 1 for o in ops], dtype=np.float64),
         "dilation": np.array([o.gemm.dilation if o.gemm else 1 for o in ops], dtype=np.float64),
+        "plane": np.array([o.gemm.plane if o.gemm else 0 for o in ops], dtype=np.float64),
         "family": np.array([o.family for o in ops]),
     }
     _ARRAYS[id(w)] = (weakref.ref(w), a)

@@ -8,7 +8,8 @@ operators of that class): an operator's prediction never depends on the rest of 
     gemm            matmuls: the tensor-core peak x GEMM tile efficiency
     conv            convolutions on tensor cores: the GEMM of their implicit GEMM x the convolution factor;
                     grouped ones run channels-last (inductor) as packed 64-channel tiles (``grouped_channels_last_rate``)
-    pointwise_conv  1x1 convolutions: plain GEMMs over the channels, the GEMM rate and floor
+    pointwise_conv  1x1 convolutions whose plane is aligned (``plain_gemm_plane``): plain GEMMs over the
+                    channels, the GEMM rate and floor; misaligned ones are ``conv``
     depthwise       few output channels per group: direct kernels on the vector units (channels-last ones at
                     the copy bandwidth)
     attention       fused attention: query blocks x heads in waves, head dims padded to a compiled tier; on
@@ -24,7 +25,7 @@ import numpy as np
 from ..catalog import Hardware
 from ..errors import UnsupportedPrecisionError
 from ..units import BYTES_PER_ELEMENT
-from ..workload import CHANNELS_LAST_FAMILY, OP_KINDS
+from ..workload import CHANNELS_LAST_FAMILY, NATIVE_DEPTHWISE_FAMILY, OP_KINDS
 from .defaults import RooflineDefaults
 from .device import DevicePerf
 from .efficiency import attention_efficiency, gemm_efficiency
@@ -42,10 +43,22 @@ def op_classes(a: dict, d: RooflineDefaults) -> np.ndarray:
     cls = np.zeros(kind.shape[0], dtype=np.int64)
     cls[kind == _KIND["matmul"]] = CLASSES.index("gemm")
     cls[conv] = CLASSES.index("conv")
-    cls[conv & (a["window"] == 1)] = CLASSES.index("pointwise_conv")
+    cls[conv & (a["window"] == 1) & plain_gemm_plane(a, d)] = CLASSES.index("pointwise_conv")
     cls[kind == _KIND["attention"]] = CLASSES.index("attention")
     cls[depthwise] = CLASSES.index("depthwise")
     return cls
+
+
+def plain_gemm_plane(a: dict, d: RooflineDefaults) -> np.ndarray:
+    """Convolutions whose output can be the contiguous row of a plain GEMM: channels-last ones (the channels
+    are the row), and NCHW ones whose spatial plane is a multiple of ``pointwise_plane_alignment_bytes``
+    (``RooflineDefaults.pointwise_plane_alignment_bytes``). A plane of one element (NCHW is then NHWC) or one
+    that is not known (0) counts as aligned."""
+    elem = np.array([BYTES_PER_ELEMENT.get(str(t), 2.0) for t in a["dtype"]])
+    row = a["plane"] * elem
+    aligned = np.mod(row, d.pointwise_plane_alignment_bytes.value) == 0
+    # a 1x1 plane (squeeze-excite, classifier heads) is NHWC too: the channels are the row
+    return aligned | (a["plane"] <= 1) | (a["family"] == CHANNELS_LAST_FAMILY)
 
 
 def matrix_precision(dtype: str, kind: str, hw: Hardware, tf32_matmul: bool) -> str:
@@ -193,12 +206,15 @@ def pointwise_conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray
 
 
 def depthwise_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
-    """Direct depthwise kernels are slow per operation: a share of the vector rate (2-D and 1-D kernels; NHWC
-    2-D kernels, channels-last, a larger share; dilated ones channels-last, cuDNN's generic grouped kernel, a
+    """Direct depthwise kernels are slow per operation: a share of the vector rate (2-D and 1-D kernels; PyTorch's
+    own 2-D kernel the 32-bit share in any precision; NHWC 2-D kernels, channels-last, a larger share; dilated ones channels-last, cuDNN's generic grouped kernel, a
     far smaller one)."""
     d = perf.defaults
     wide = 1 if precision == "fp32" else 0
     factor = np.where(a["spatial"] == 1, d.depthwise_1d_vector_factor[wide], d.depthwise_vector_factor[wide])
+    # PyTorch's own depthwise kernel (counting.conv_backend; bf16 always) computes in fp32: the 32-bit share
+    native = (a["spatial"] == 2) & ((a["family"] == NATIVE_DEPTHWISE_FAMILY) | (a["dtype"] == "bf16"))
+    factor = np.where(native, d.depthwise_vector_factor[1], factor)
     channels_last = a["family"] == CHANNELS_LAST_FAMILY
     factor = np.where(channels_last, d.depthwise_channels_last_vector_factor[wide], factor)
     dilated = channels_last & (a["dilation"] > 1)
@@ -315,7 +331,10 @@ def floors(a: dict, cls: np.ndarray, perf: DevicePerf) -> np.ndarray:
     for each further kernel); 0 for operators that launch nothing."""
     f = perf.kind_floor_s
     first = np.array([f.get(k, f["other"]) for k in OP_KINDS])[a["kind"]]
-    first = np.where(cls == CLASSES.index("pointwise_conv"), f["matmul"], first)
+    # every 1x1 convolution, GEMM or not, is one kernel without layout conversions at this size (H200
+    # profiles: misaligned ones under 20 MFLOP 2.9-6.0 us, the GEMM floor's range)
+    one_by_one = (a["kind"] == _KIND["conv"]) & (a["window"] == 1)
+    first = np.where((cls == CLASSES.index("pointwise_conv")) | one_by_one, f["matmul"], first)
     first = np.where(cls == CLASSES.index("depthwise"), f["depthwise"], first)
     # one-kernel batch norm is cuDNN's inference kernel: fp32, and autocast's half input with fp32 weights
     # (counting.handles.batch_norm; fp16 with half weights runs PyTorch's native kernel and a copy: 2 kernels)

@@ -1,0 +1,102 @@
+"""Which convolution kernels the predictor assumes: PyTorch's depthwise backend choice (counting.conv_backend)
+and cuDNN's GEMM path for 1x1 convolutions with an aligned plane (rates.plain_gemm_plane)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from tops_advisor.catalog import load_catalog
+from tops_advisor.counting import count_module
+from tops_advisor.counting.conv_backend import depthwise_family
+from tops_advisor.roofline import predict
+from tops_advisor.roofline.defaults import DEFAULTS
+from tops_advisor.roofline.predict import _arrays
+from tops_advisor.roofline.rates import CLASSES, op_classes
+from tops_advisor.workload import NATIVE_DEPTHWISE_FAMILY
+
+NATIVE = NATIVE_DEPTHWISE_FAMILY
+
+
+@pytest.mark.parametrize("x, w, stride, dilation, groups, expected", [
+    ((8, 64, 28, 28), (64, 1, 3, 3), (1, 1), (1, 1), 64, ""),          # 3x3 stride 1: cuDNN
+    ((8, 64, 28, 28), (64, 1, 5, 5), (1, 1), (1, 1), 64, ""),          # 5x5 stride 1: cuDNN
+    ((8, 64, 28, 28), (64, 1, 7, 7), (1, 1), (1, 1), 64, NATIVE),      # 7x7: never cuDNN (ConvNeXt, ConvMixer)
+    ((8, 16, 28, 28), (16, 1, 3, 3), (1, 1), (1, 1), 16, NATIVE),      # fewer than 32 channels
+    ((8, 64, 28, 28), (64, 1, 3, 3), (1, 1), (2, 2), 64, NATIVE),      # dilated
+    ((8, 64, 6, 6), (64, 1, 3, 3), (1, 1), (1, 1), 64, NATIVE),        # narrower than 7
+    ((8, 64, 28, 28), (64, 1, 3, 3), (3, 3), (1, 1), 64, NATIVE),      # stride 3
+    ((1, 64, 56, 56), (64, 1, 3, 3), (2, 2), (1, 1), 64, ""),          # stride 2, batch 1: cuDNN
+    ((8, 144, 56, 56), (144, 1, 3, 3), (2, 2), (1, 1), 144, NATIVE),   # stride 2, batch 8, < 256 channels
+    ((8, 256, 28, 28), (256, 1, 5, 5), (2, 2), (1, 1), 256, ""),       # stride 2, 256 channels at width 28
+    ((8, 512, 14, 14), (512, 1, 3, 3), (2, 2), (1, 1), 512, ""),       # stride 2, 512 channels
+    ((8, 64, 28, 28), (64, 8, 3, 3), (1, 1), (1, 1), 8, ""),           # grouped, not depthwise
+    ((8, 64, 28, 28), (64, 64, 3, 3), (1, 1), (1, 1), 1, ""),          # dense
+    ((8, 64, 100), (64, 1, 9), (1,), (1,), 64, ""),                    # 1-D: its own kernels
+])
+def test_pytorch_depthwise_backend_rule(x, w, stride, dilation, groups, expected):
+    assert depthwise_family(x, w, stride, dilation, groups, transposed=False) == expected
+
+
+class _Block(nn.Module):
+    """A 1x1 convolution on a channels-last input, then a 7x7 depthwise one on its output."""
+
+    def __init__(self):
+        super().__init__()
+        self.pw = nn.Conv2d(64, 64, 1)
+        self.dw = nn.Conv2d(64, 64, 7, padding=3, groups=64)
+        self.dw_nchw = nn.Conv2d(64, 64, 7, padding=3, groups=64)
+
+    def forward(self, x):
+        y = self.dw(self.pw(x.contiguous(memory_format=torch.channels_last)))
+        return self.dw_nchw(y.contiguous())
+
+
+def test_channels_last_input_keeps_cudnn_through_a_convolution():
+    """cuDNN writes a channels-last input's convolution channels-last (the meta kernel writes NCHW), so the
+    depthwise convolution after it runs cuDNN's NHWC kernel; the same on an NCHW copy runs PyTorch's."""
+    w = count_module(_Block(), torch.randn(2, 64, 28, 28), "fp16")
+    family = {o.module: o.family for o in w.ops if o.kind == "conv"}
+    assert family == {"pw": "", "dw": "", "dw_nchw": NATIVE}
+
+
+def test_native_depthwise_runs_at_the_32_bit_share_in_fp16():
+    hw = load_catalog().get("h200")
+    d = DEFAULTS
+    w = count_module(_Block(), torch.randn(32, 64, 28, 28), "fp16")
+    p = {o.module: op for o, op in zip(w.ops, predict(w, hw, mode="graph").ops, strict=True) if o.kind == "conv"}
+    assert p["dw_nchw"].compute_s / p["dw"].compute_s == pytest.approx(
+        d.depthwise_vector_factor[0] / d.depthwise_vector_factor[1])
+
+
+class _Pointwise(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(64, 128, 1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+@pytest.mark.parametrize("size, dtype, channels_last, cls", [
+    (28, "fp16", False, "pointwise_conv"),   # 784 x 2 bytes: a multiple of 16
+    (14, "fp16", False, "conv"),             # 196 x 2 = 392 bytes: cuDNN's convolution kernels
+    (7, "fp16", False, "conv"),              # 49 x 2 bytes
+    (14, "fp32", False, "pointwise_conv"),   # 196 x 4 = 784 bytes
+    (7, "fp32", False, "conv"),
+    (1, "fp16", False, "pointwise_conv"),    # a 1x1 plane is NHWC: squeeze-excite
+    (7, "fp16", True, "pointwise_conv"),     # channels-last: the channels are the row
+])
+def test_pointwise_convolutions_are_plain_gemms_only_with_an_aligned_plane(size, dtype, channels_last, cls):
+    x = torch.randn(4, 64, size, size)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    w = count_module(_Pointwise(), x, dtype)
+    conv = [i for i, o in enumerate(w.ops) if o.kind == "conv"]
+    assert w.ops[conv[0]].gemm.plane == size * size
+    a = _arrays(w)
+    if channels_last:   # eager keeps NCHW unless the input says otherwise: mark it as inductor would
+        a = {**a, "family": a["family"].astype("<U32")}
+        a["family"][conv[0]] = "channels_last"
+    assert CLASSES[op_classes(a, DEFAULTS)[conv[0]]] == cls
