@@ -147,16 +147,27 @@ def _channels_last(t: torch.Tensor) -> bool:
     return t.dim() == 4 and not t.is_contiguous() and t.is_contiguous(memory_format=torch.channels_last)
 
 
-def _family(call: OpCall, ins: list[torch.Tensor], nhwc_input: bool) -> str:
+def _cudnn_output_layout(name: str, args: tuple, out):
+    """cuDNN writes the output of a convolution with a channels-last input channels-last
+    (``cudnn_conv_suggest_memory_format``); the meta kernel writes it NCHW. Restride it as the GPU lays it
+    out, so the layouts downstream (residual adds, norms, upsampling, the next depthwise convolution) are the
+    GPU's."""
+    if name in _CONVOLUTIONS and args and isinstance(args[0], torch.Tensor) and _channels_last(args[0]) \
+            and isinstance(out, torch.Tensor) and out.dim() == 4 and out.is_contiguous():
+        return out.contiguous(memory_format=torch.channels_last)
+    return out
+
+
+def _family(call: OpCall, ins: list[torch.Tensor]) -> str:
     """``OP_FAMILY``; bilinear upsampling of a channels-last input runs PyTorch's NHWC kernel (parallel over
     every element), not the NCHW one the family stands for (HF SegFormer's decode head: 2.85 ms at batch 128
     where the NCHW kernel takes 30); a depthwise convolution PyTorch keeps from cuDNN (``conv_backend``) unless
-    its input is channels-last (``nhwc_input``: cuDNN's NHWC kernels take it)."""
+    its input is channels-last (cuDNN's NHWC kernels take it)."""
     name = call.name
     if name in _CONVOLUTIONS and len(ins) >= 2:
-        if nhwc_input:
-            return ""
         x = ins[0]
+        if _channels_last(x):
+            return ""
         return depthwise_family(tuple(x.shape), tuple(ins[1].shape), int_tuple(call.arg(3, "stride", 1)),
                                 int_tuple(call.arg(5, "dilation", 1)), int(call.arg(8, "groups", 1)),
                                 bool(call.arg(6, "transposed", False)))
@@ -201,7 +212,6 @@ class _State:
         self.live_bytes = 0.0
         self.peak_bytes = 0.0
         self._tracked: set[int] = set()
-        self.nhwc_outputs: set[int] = set()          # convolution outputs cuDNN writes channels-last
         self.attention_outputs: set[int] = set()     # SDPA outputs ...
         self.attention_transposed: set[int] = set()  # ... and their transpose(1, 2) views
         self.flow = FlowTracker()                    # dataflow, for the inductor lowering
@@ -216,9 +226,6 @@ class _State:
                 self._keep.append(t)
             else:
                 weakref.finalize(t, ids.discard, id(t))
-
-    def _nhwc(self, t: torch.Tensor) -> bool:
-        return _channels_last(t) or id(t) in self.nhwc_outputs
 
     def weight_key(self, t: torch.Tensor) -> int | None:
         """The value behind a parameter (or a view of one), None for an activation: autocast's cache key."""
@@ -283,9 +290,6 @@ class _State:
         facts = self._facts(name, args, kwargs, ins, outs, infos)
         flow = self.flow.flow(ins, outs, self.param_ids)
         self.records.append(CountedOp(self._op_record(call, self._cost(call), ins), facts, flow))
-        if name in _CONVOLUTIONS and ins and self._nhwc(ins[0]):
-            # cuDNN writes a channels-last input's convolution channels-last; the meta kernel writes NCHW
-            self._hold(outs, self.nhwc_outputs, keep=False)
         if name == _SDPA and len(outs) == 1 and outs[0].dim() == 4:
             self._hold(outs, self.attention_outputs, keep=False)
         self.track(outs, ins)
@@ -337,7 +341,7 @@ class _State:
         return OpRecord(
             name=call.name, kind=cost.kind, module=self.module, flops=float(cost.flops), bytes_read=float(read),
             bytes_written=float(written), param_bytes=float(params), dtype=self._dtype(cost.kind, ins),
-            kernels=cost.kernels, gemm=cost.gemm, strided=strided, family=_family(call, ins, bool(ins) and self._nhwc(ins[0])))
+            kernels=cost.kernels, gemm=cost.gemm, strided=strided, family=_family(call, ins))
 
     def _dtype(self, kind: str, ins: list[torch.Tensor]) -> str:
         """The precision an operator computes in: the model's, fp32 for non-matrix work of a tf32 model, or
@@ -410,6 +414,7 @@ class _DispatchCounter(TorchDispatchMode):
             out = (shape_function(name) or func)(*args, **kwargs)
         finally:
             self.state.python.depth -= 1
+        out = _cudnn_output_layout(name, args, out)
         if name in _DEVICE_COPIES and not self.state.suppress and _copies_from_cpu(name, args, out):
             self.state.cpu_copies += 1
         if not self.state.suppress:
@@ -487,6 +492,9 @@ def _empty(data) -> bool:
     return isinstance(data, (list, tuple)) and all(_empty(d) for d in data)
 
 
+_FLASH_MAX_HEAD_DIM = 256
+
+
 def _fused_sdpa_possible(args: tuple, kwargs: dict) -> bool:
     """Whether a fused SDPA kernel (flash, memory-efficient, cuDNN) can take these inputs on CUDA.
 
@@ -495,14 +503,28 @@ def _fused_sdpa_possible(args: tuple, kwargs: dict) -> bool:
     not have stride 1, and falls back to the math path. A contiguous mask (boolean or float) is taken by the
     memory-efficient kernel. Measured on the H200: DistilBERT's (batch, 1, 1, seq) boolean mask ran fused;
     Swin-T (5-D windows) and T5 (a permuted position bias) ran the math path.
+
+    Head dimension (``check_head_dim_size_flash``, ``check_head_dim_size_mem_efficient``): flash takes 16-bit
+    inputs without a mask up to 256 (it pads the head dimension to a multiple of 8); the memory-efficient and
+    cuDNN kernels need it divisible by 16 bytes' worth of elements (8 in 16 bits, 4 in fp32). So a masked or
+    fp32 call with an odd head dimension runs the math path: TinyBERT (head dimension 26) under CUDA-graph
+    capture, where transformers passes its mask (H200, blind round 18: 1.22 ms replayed at b32, 0.48 ms of
+    eager kernels).
     """
     mask = args[3] if len(args) > 3 else kwargs.get("attn_mask")
     tensors = [t for t in _qkv(args, kwargs) if isinstance(t, torch.Tensor)]
-    if any(t.dim() != 4 for t in tensors):
+    if len(tensors) < 3 or any(t.dim() != 4 for t in tensors):
         return False
-    if isinstance(mask, torch.Tensor):
+    masked = isinstance(mask, torch.Tensor)
+    if masked:
         tensors.append(mask)
-    return all(t.size(-1) == 1 or t.stride(-1) == 1 for t in tensors)
+    if not all(t.size(-1) == 1 or t.stride(-1) == 1 for t in tensors):
+        return False
+    q, k, v = tensors[:3]
+    half = q.dtype in (torch.float16, torch.bfloat16)
+    flash = half and not masked and q.size(-1) == k.size(-1) == v.size(-1) <= _FLASH_MAX_HEAD_DIM
+    align = 8 if half else 4
+    return flash or (q.size(-1) == k.size(-1) and q.size(-1) % align == 0 and v.size(-1) % align == 0)
 
 
 # --- count_module, step by step ---------------------------------------------------------------------------

@@ -1,10 +1,12 @@
-"""Which convolution kernels the predictor assumes: PyTorch's depthwise backend choice (counting.conv_backend)
-and cuDNN's GEMM path for 1x1 convolutions with an aligned plane (rates.plain_gemm_plane)."""
+"""Which kernels the counter and predictor assume PyTorch picks on CUDA: the depthwise backend
+(counting.conv_backend), cuDNN's GEMM path for 1x1 convolutions with an aligned plane (rates.plain_gemm_plane),
+cuDNN's channels-last output layout, and the fused-attention head-dimension rules."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from tops_advisor.catalog import load_catalog
@@ -40,7 +42,8 @@ def test_pytorch_depthwise_backend_rule(x, w, stride, dilation, groups, expected
 
 
 class _Block(nn.Module):
-    """A 1x1 convolution on a channels-last input, then a 7x7 depthwise one on its output."""
+    """A 1x1 convolution on a channels-last input, then a 7x7 depthwise one on its output (channels-last on the
+    GPU, where the meta kernel writes NCHW), then one on an NCHW copy."""
 
     def __init__(self):
         super().__init__()
@@ -100,3 +103,50 @@ def test_pointwise_convolutions_are_plain_gemms_only_with_an_aligned_plane(size,
         a = {**a, "family": a["family"].astype("<U32")}
         a["family"][conv[0]] = "channels_last"
     assert CLASSES[op_classes(a, DEFAULTS)[conv[0]]] == cls
+
+
+class _Residual(nn.Module):
+    """ConvNeXt's pattern: a residual add of a convolution's output and a permuted (channels-last) branch, then
+    a 7x7 depthwise convolution of the sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(64, 64, 2, stride=2)
+        self.dw = nn.Conv2d(64, 64, 7, padding=3, groups=64)
+
+    def forward(self, x):
+        y = self.down(x.contiguous(memory_format=torch.channels_last))
+        branch = y.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)   # NHWC work, viewed back as NCHW
+        return self.dw(y + branch)
+
+
+def test_cudnn_output_layout_follows_through_a_residual_add():
+    """On the GPU both operands of the add are channels-last, so the sum is, and cuDNN takes the depthwise
+    convolution (measured: HF UperNet-ConvNeXt's and RDNet's 7x7 ran conv2d_c1_k1_nhwc_specialized)."""
+    w = count_module(_Residual(), torch.randn(2, 64, 28, 28), "fp16")
+    assert {o.module: o.family for o in w.ops if o.kind == "conv"} == {"down": "", "dw": ""}
+
+
+class _Attention(nn.Module):
+    def __init__(self, head_dim: int, masked: bool):
+        super().__init__()
+        self.head_dim, self.masked = head_dim, masked
+
+    def forward(self, x):
+        q = x.view(x.shape[0], x.shape[1], 4, self.head_dim).transpose(1, 2)
+        mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool, device=x.device) if self.masked else None
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+
+
+@pytest.mark.parametrize("head_dim, masked, dtype, fused", [
+    (64, False, "fp16", True),
+    (64, True, "fp16", True),     # memory-efficient takes the mask
+    (26, False, "fp16", True),    # flash pads the head dimension
+    (26, True, "fp16", False),    # no flash with a mask; memory-efficient needs a multiple of 8
+    (28, False, "fp32", True),    # fp32: memory-efficient, a multiple of 4
+    (26, False, "fp32", False),
+])
+def test_fused_attention_needs_an_aligned_head_dimension(head_dim, masked, dtype, fused):
+    w = count_module(_Attention(head_dim, masked), torch.randn(2, 16, 4 * head_dim), dtype)
+    names = [o.name for o in w.ops]
+    assert ("aten.bmm" not in names) == fused
