@@ -91,7 +91,17 @@ def _nearest(grid: dict[str, float], launch_us: float) -> float:
     return grid[key]
 
 
-def score(pred: dict, measured: dict, launch_us: float | None) -> list[dict]:
+def point_launches(paths: list[str]) -> dict[tuple, float]:
+    """The launch probe taken right before each point (``measure_models.py --launch-out``), by (model, batch,
+    dtype): the host's speed when that point's eager time was measured."""
+    out = {}
+    for path in paths:
+        for p in json.loads(Path(path).read_text())["probes"]:
+            out[(p["model"], p["batch"], p["dtype"])] = p["kernel_eager_us"]
+    return out
+
+
+def score(pred: dict, measured: dict, launch_us: float | None, per_point: dict | None = None) -> list[dict]:
     runs = {(r["model"], r["batch"], r["dtype"]): r for r in measured["runs"]}
     out = []
     for p in pred["rows"]:
@@ -106,12 +116,15 @@ def score(pred: dict, measured: dict, launch_us: float | None) -> list[dict]:
                 row[key] = (p[f"{key}_s"] - m[f"{mode}_s"]) / m[f"{mode}_s"]
         if launch_us is not None and m.get("eager_s"):
             row["eager_host_probed"] = (_nearest(p["eager_by_launch_us"], launch_us) - m["eager_s"]) / m["eager_s"]
+        point = (per_point or {}).get((p["model"], p["batch"], p["dtype"]))
+        if point is not None and m.get("eager_s"):
+            row["eager_point_probed"] = (_nearest(p["eager_by_launch_us"], point) - m["eager_s"]) / m["eager_s"]
         out.append(row)
     return out
 
 
 def summary(rows: list[dict]) -> dict:
-    keys = [k for k in (*KEYS, "eager_host_probed") if any(k in r for r in rows)]
+    keys = [k for k in (*KEYS, "eager_host_probed", "eager_point_probed") if any(k in r for r in rows)]
     res = {}
     for k in keys:
         errs = [abs(r[k]) for r in rows if k in r]
@@ -179,6 +192,9 @@ def main() -> int:
     s.add_argument("--eager-best", action="store_true",
                    help="score each eager point against the fastest of its passes (one per measured file) and "
                         "the fastest launch probe: the host's undisturbed speed, as the probe predicts it")
+    s.add_argument("--point-launch-files", nargs="+", metavar="JSON",
+                   help="measure_models.py --launch-out files: score eager also against the probe taken right "
+                        "before each point (eager_point_probed)")
     s.add_argument("--markdown", action="store_true")
     s.add_argument("--write-band", metavar="PATH", help="add this round's compiled and AMP bands to PATH (the "
                                                           "shipped tops_advisor/data/accuracy_h200_blind.json)")
@@ -191,7 +207,9 @@ def main() -> int:
         Path(args.out).write_text(json.dumps(result, indent=1))
         return 0
     launch = launch_us(args.launch_files) if args.launch_files else args.kernel_eager_us
-    rows = score(json.loads(Path(args.predictions).read_text()), merged(args.measured, args.eager_best), launch)
+    per_point = point_launches(args.point_launch_files) if args.point_launch_files else None
+    rows = score(json.loads(Path(args.predictions).read_text()), merged(args.measured, args.eager_best), launch,
+                 per_point)
     summ = summary([r for r in rows if "graph_s" in r])
     if args.write_band:
         write_band(Path(args.write_band), rows, args.round)

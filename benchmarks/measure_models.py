@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -22,6 +23,15 @@ from pathlib import Path
 from tops_advisor.counting import load_model
 from tops_advisor.errors import TopsAdvisorError
 from tops_advisor.validate.measure import MeasurementSet, check_device, environment, measure_batches
+
+
+def _launch_us() -> float:
+    """The probe's eager launch time now, in us (median of 3; benchmarks/launch_time.py takes 5)."""
+    from tops_advisor.probe.kit import CudaBackend
+    from tops_advisor.probe.overhead import eager_kernel_s
+
+    backend = CudaBackend()
+    return statistics.median(eager_kernel_s(backend) * 1e6 for _ in range(3))
 
 
 def main() -> int:
@@ -35,6 +45,9 @@ def main() -> int:
     ap.add_argument("--time-budget", type=float, default=1e9, help="stop after this many seconds")
     ap.add_argument("--modes", default="eager,graph", help="comma-separated: eager, graph, compiled")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--launch-out", help="also probe the eager launch time (probe.overhead.eager_kernel_s, median "
+                                         "of 3) right before each model, dtype and batch, and write the probes "
+                                         "here: the host's speed when that point's eager time was taken")
     args = ap.parse_args()
     try:
         check_device("cuda")
@@ -52,6 +65,7 @@ def main() -> int:
         print(f"{m.model} {m.dtype} b={m.batch}: {msg}", file=sys.stderr, flush=True)
         out.write_text(json.dumps(results.model_dump(), indent=1))
 
+    probes: list[dict] = []
     for path in args.models.split(","):
         try:
             model_file = load_model(path)
@@ -63,6 +77,9 @@ def main() -> int:
                 if time.time() - t0 > args.time_budget:
                     print("time budget reached; stopping", file=sys.stderr)
                     break
+                if args.launch_out:
+                    probes.append({"model": path, "dtype": dtype, "batch": batch, "kernel_eager_us": _launch_us()})
+                    Path(args.launch_out).write_text(json.dumps({"probes": probes}, indent=1))
                 measure_batches(model_file, [batch], dtype, repeats=args.repeats, warmup=args.warmup,
                                 profile=batch == args.profile_batch, model_name=path, keep_going=True,
                                 modes=tuple(args.modes.split(",")),

@@ -150,3 +150,30 @@ def test_fused_attention_needs_an_aligned_head_dimension(head_dim, masked, dtype
     w = count_module(_Attention(head_dim, masked), torch.randn(2, 16, 4 * head_dim), dtype)
     names = [o.name for o in w.ops]
     assert ("aten.bmm" not in names) == fused
+
+
+class _LayerNorm(nn.Module):
+    def __init__(self, n: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(n)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+def test_layer_norm_rows_cost_a_fixed_time_each():
+    """One thread block per row: the same bytes in 12x more rows of 64 take longer than in rows of 768, by the
+    per-row time of ``layer_norm_row_s`` spread over the SMs."""
+    hw = load_catalog().get("h200")
+    d = DEFAULTS
+    times = {}
+    for n in (64, 768):
+        w = count_module(_LayerNorm(n), torch.randn(32, 768 * 768 // n, n), "fp16")
+        op = next(o for o in w.ops if o.name == "aten.native_layer_norm")
+        assert (op.gemm.m, op.gemm.n) == (32 * 768 * 768 // n, n)
+        times[n] = next(p for o, p in zip(w.ops, predict(w, hw, mode="graph").ops, strict=True)
+                        if o is op).memory_s
+    rows_64, rows_768 = 32 * 768 * 12, 32 * 768
+    assert times[64] - times[768] == pytest.approx(
+        (rows_64 - rows_768) / hw.compute_units * d.layer_norm_row_s[0]
+        * d.layer_norm_reference_clock_mhz / (hw.boost_clock_mhz * hw.clock_scale), rel=1e-3)   # weights differ

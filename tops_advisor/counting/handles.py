@@ -366,7 +366,15 @@ register("aten.native_dropout")(elementwise(O.DROPOUT))
 # in training statistics as layer norm (8); layer and group norm: mean, variance, normalise, scale, shift (8);
 # RMS norm: square, accumulate, normalise, scale (4).
 register("aten._native_batch_norm_legit_no_training")(norm(O.BATCH_NORM_EVAL, O.BATCH_NORM_EVAL_AFFINE, 1))
-register("aten.layer_norm", "aten.native_layer_norm")(norm(O.LAYER_NORM, O.LAYER_NORM_AFFINE, 2))
+@register("aten.layer_norm", "aten.native_layer_norm")
+def layer_norm(c: OpCall) -> Cost:
+    """A layer norm, with its rows as a GEMM-like shape (m rows of n normalised elements): PyTorch's CUDA kernel
+    runs one thread block per row, so short rows leave it latency-bound (``rates.layer_norm_row_s``)."""
+    cost = norm(O.LAYER_NORM, O.LAYER_NORM_AFFINE, 2)(c)
+    shape = c.arg(1, "normalized_shape")
+    n = math.prod(int(v) for v in shape) if shape else 1
+    rows = c.args[0].numel // max(n, 1)
+    return replace(cost, gemm=GemmShape(max(rows, 1), max(n, 1), 1))
 register("aten.native_group_norm", "aten.group_norm")(norm(O.GROUP_NORM, O.GROUP_NORM_AFFINE, 1, kernels=2))
 register("aten.rms_norm", "aten._fused_rms_norm")(norm(O.RMS_NORM, O.RMS_NORM_AFFINE, 2))
 

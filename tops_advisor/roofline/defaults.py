@@ -147,11 +147,12 @@ class RooflineDefaults:
     # 3.0, 2.7: those include the work of a median small operator) and take the residual; elementwise 1.13,
     # copies 1.67, reductions 2.57, pooling 2.27, embedding 1.66 and cuDNN batch norm 2.05 agree with theirs.
     # Norms keep 3.6: fp16 batch norm is three kernels (5.1 us measured), where the residual of one-kernel
-    # norms is 2.72.
+    # norms is 2.72; a one-kernel layer norm takes 2.9: layer norms under 4 us measure 3.2-3.5 (n=993) where
+    # the constant of the row fit over larger ones (norm_bandwidth_factor) is 1.8-2.1.
     kind_floor_s: dict = _d(
         elementwise=1.2e-6, copy=2.0e-6, embedding=1.9e-6, reduction=2.7e-6, pool=2.3e-6, norm=3.6e-6,
         softmax=1.6e-6, matmul=2.4e-6, conv=5.5e-6, attention=5.2e-6, other=2.0e-6,
-        depthwise=1.9e-6, batch_norm_cudnn=2.2e-6)
+        depthwise=1.9e-6, batch_norm_cudnn=2.2e-6, layer_norm=2.9e-6)
     # Each kernel an operator launches beyond its first.
     kernel_floor_s: Default = Default(1.2e-6, "H200: the median elementwise kernel moving < 1 MB")
 
@@ -416,7 +417,17 @@ class RooflineDefaults:
     # Norms differ by operator more than by anything else (16-bit / 32-bit): batch norm 0.73 / 0.65 (fp32:
     # cuDNN's inference kernel; over all eight profiled sets, 3,688 calls each), layer norm 0.24 / 0.37,
     # group norm 0.07 / 0.20.
-    norm_bandwidth_factor: dict = _d(batch_norm=(0.73, 0.65), layer_norm=(0.24, 0.37), group_norm=(0.07, 0.2))
+    # Layer norm: PyTorch's CUDA kernel (vectorized_layer_norm_kernel) runs one thread block per row, so a row
+    # costs a fixed time (its Welford reductions and barriers) beside its bytes: time = bytes / (factor x
+    # bandwidth) + rows / SMs x layer_norm_row_s (+ the floor). Least squares over every contiguous one-kernel
+    # layer norm above 8 us in the H200 profiles (benchmarks/results/*records*, 2026-12-01; rows of 64 to 1,536
+    # elements): fp16 factor 0.73, 0.135 us per row per SM, 2.05 us constant (n=905, median error 2.5% where the
+    # bytes-only share 0.24 was off by 42%: 3.8x too fast at 64 elements, 1.7x too slow at 1,024); fp32 1.06
+    # (taken as 1.0), 0.184 us, 1.76 us (n=668, 3.2%). The per-row time is clock cycles: other cards scale it by
+    # the H200's clock over theirs.
+    norm_bandwidth_factor: dict = _d(batch_norm=(0.73, 0.65), layer_norm=(0.73, 1.0), group_norm=(0.07, 0.2))
+    layer_norm_row_s: tuple = (0.135e-6, 0.184e-6)   # (16-bit, 32-bit) per row per SM at the H200's clock
+    layer_norm_reference_clock_mhz: float = 1980.0   # H200 SXM boost clock (hardware_db/h200-sxm.toml)
     # Memory-bound kernels reading an activation through a permuted/transposed view (``strided``) move their
     # bytes uncoalesced (operators moving > 8 MB, fp16/fp32): elementwise 0.34/0.46, copies 0.36/0.44, norms
     # 0.10/0.16 (LayerNorm over a permuted view: PyTorch copies it contiguous first). Other kinds: their

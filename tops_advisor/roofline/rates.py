@@ -326,6 +326,18 @@ def bilinear_loop_s(a: dict, perf: DevicePerf) -> np.ndarray:
     return waves * a["n"] * d.bilinear_iteration_s.value
 
 
+def layer_norm_rows_s(a: dict, perf: DevicePerf) -> np.ndarray:
+    """Per operator: the fixed time of a layer norm's rows (``m``; one thread block each in PyTorch's kernel,
+    ``RooflineDefaults.layer_norm_row_s``), spread over the SMs, at this card's clock; 0 for other operators."""
+    d = perf.defaults
+    hw = perf.hardware
+    clock = hw.boost_clock_mhz * hw.clock_scale if hw.boost_clock_mhz else d.layer_norm_reference_clock_mhz
+    half = np.isin(a["dtype"], ("fp16", "bf16"))
+    per_row = np.where(half, d.layer_norm_row_s[0], d.layer_norm_row_s[1]) * d.layer_norm_reference_clock_mhz / clock
+    rows = np.where(a["family"] == "layer_norm", a["m"], 0.0)
+    return rows / max(perf.compute_units, 1) * per_row
+
+
 def floors(a: dict, cls: np.ndarray, perf: DevicePerf) -> np.ndarray:
     """Per operator: the shortest device time it can take (its first kernel's floor, then one kernel floor
     for each further kernel); 0 for operators that launch nothing."""
@@ -339,6 +351,7 @@ def floors(a: dict, cls: np.ndarray, perf: DevicePerf) -> np.ndarray:
     # one-kernel batch norm is cuDNN's inference kernel: fp32, and autocast's half input with fp32 weights
     # (counting.handles.batch_norm; fp16 with half weights runs PyTorch's native kernel and a copy: 2 kernels)
     first = np.where((a["family"] == "batch_norm") & (a["kernels"] == 1), f["batch_norm_cudnn"], first)
+    first = np.where((a["family"] == "layer_norm") & (a["kernels"] == 1), f.get("layer_norm", f["norm"]), first)
     first = np.where(a["family"] == "bilinear_upsample", np.maximum(first, bilinear_loop_s(a, perf)), first)
     k = a["kernels"]
     return np.where(k >= 1, first + np.maximum(k - 1, 0) * perf.kernel_floor_s, 0.0)
