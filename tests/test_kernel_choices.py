@@ -177,3 +177,16 @@ def test_layer_norm_rows_cost_a_fixed_time_each():
     assert times[64] - times[768] == pytest.approx(
         (rows_64 - rows_768) / hw.compute_units * d.layer_norm_row_s[0]
         * d.layer_norm_reference_clock_mhz / (hw.boost_clock_mhz * hw.clock_scale), rel=1e-3)   # weights differ
+
+
+class _Upsample(nn.Module):
+    def forward(self, x):
+        return F.interpolate(x.contiguous(memory_format=torch.channels_last), size=(4096, 4096), mode="bilinear")
+
+
+def test_an_nhwc_upsampling_the_gpu_refuses_is_named():
+    """2 x 64 x 4096 x 4096 = 2^31 output elements: PyTorch's NHWC bilinear kernel refuses it on CUDA."""
+    w = count_module(_Upsample(), torch.randn(2, 64, 8, 8), "fp16")
+    assert any("refuses outputs of 2^31 elements" in n for n in w.notes)
+    w = count_module(_Upsample(), torch.randn(1, 64, 8, 8), "fp16")
+    assert not any("refuses" in n for n in w.notes)

@@ -204,6 +204,7 @@ class _State:
         self.module_calls = 0                        # nn.Module forward calls (host work in eager mode)
         self.empty_module_calls = 0                  # ... of which ran no operator (Identity, eval Dropout)
         self.cpu_copies = 0                          # copies of CPU-made tensors to the device in forward
+        self.oversized: list[tuple[str, int, str]] = []  # (operator, output elements, module) CUDA refuses
         self.records_at_entry: list[int] = []
         self.python = PythonCalls()                  # other Python calls (host work in eager mode)
         self.suppress = 0
@@ -286,6 +287,8 @@ class _State:
             self._follow_view(name, args, ins, outs)
             self.flow.alias(outs, ins)
             return
+        if _refused_on_cuda(name, ins, outs):
+            self.oversized.append((name, outs[0].numel(), self.module))
         call, infos = self._call(name, args, kwargs, ins, outs)
         facts = self._facts(name, args, kwargs, ins, outs, infos)
         flow = self.flow.flow(ins, outs, self.param_ids)
@@ -707,6 +710,19 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
         capture_sensitive=asked, notes=_notes(state, captured, asked))
 
 
+_INT_MAX = 2**31 - 1
+OVERSIZED_NOTE = ("its forward runs PyTorch's channels-last {op} on an output of {n:,} elements (module "
+                  "'{module}'): the CUDA kernel refuses outputs of 2^31 elements or more, so this batch fails on "
+                  "the GPU (measured: UperNet-ConvNeXt-S at batch 128, 512x512, on the H200); use a smaller batch")
+
+
+def _refused_on_cuda(name: str, ins: list[torch.Tensor], outs: list[torch.Tensor]) -> bool:
+    """PyTorch's NHWC bilinear upsampling kernel checks its output size
+    (``upsample_bilinear2d_nhwc only supports output tensors with less than INT_MAX elements``)."""
+    return (name == "aten.upsample_bilinear2d" and bool(ins) and bool(outs) and _channels_last(ins[0])
+            and outs[0].numel() > _INT_MAX)
+
+
 CAPTURE_READ_NOTE = ("its forward reads a tensor's value on the host while captured ({n}x, first in module "
                      "'{module}'): CUDA-graph capture fails on that synchronisation, so graph and compiled "
                      "(CUDA-graph) latencies need the model changed first")
@@ -720,6 +736,9 @@ def _notes(state: _State, captured: bool, asked: bool) -> tuple[str, ...]:
     cudaErrorStreamCaptureUnsupported), then whether the captured path differs from the eager one."""
     on_capture_path = captured or not asked   # a forward that never asks runs the same path when captured
     notes = (CPU_COPY_NOTE.format(n=state.cpu_copies),) if state.cpu_copies and on_capture_path else ()
+    if state.oversized:
+        op, n, module = max(state.oversized, key=lambda o: o[1])
+        notes += (OVERSIZED_NOTE.format(op=op.removeprefix("aten."), n=n, module=module or "(root)"),)
     if state.host.reads and on_capture_path:
         notes += (CAPTURE_READ_NOTE.format(n=sum(state.host.reads.values()), module=next(iter(state.host.reads))
                                            or "(root)"),)
