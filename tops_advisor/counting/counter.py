@@ -712,7 +712,7 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
 
 _INT_MAX = 2**31 - 1
 OVERSIZED_NOTE = ("its forward runs PyTorch's channels-last {op} on an output of {n:,} elements (module "
-                  "'{module}'): the CUDA kernel refuses outputs of 2^31 elements or more, so this batch fails on "
+                  "'{module}'): the CUDA kernel refuses outputs of 2^31 - 1 elements or more, so this batch fails on "
                   "the GPU (measured: UperNet-ConvNeXt-S at batch 128, 512x512, on the H200); use a smaller batch")
 
 
@@ -720,7 +720,7 @@ def _refused_on_cuda(name: str, ins: list[torch.Tensor], outs: list[torch.Tensor
     """PyTorch's NHWC bilinear upsampling kernel checks its output size
     (``upsample_bilinear2d_nhwc only supports output tensors with less than INT_MAX elements``)."""
     return (name == "aten.upsample_bilinear2d" and bool(ins) and bool(outs) and _channels_last(ins[0])
-            and outs[0].numel() > _INT_MAX)
+            and outs[0].numel() >= _INT_MAX)
 
 
 CAPTURE_READ_NOTE = ("its forward reads a tensor's value on the host while captured ({n}x, first in module "
