@@ -12,7 +12,13 @@ import statistics
 from tops_advisor.probe.kit import CudaBackend
 from tops_advisor.probe.overhead import eager_kernel_s
 
-if __name__ == "__main__":
+
+def probe(samples: int = 5) -> dict:
+    """The launch time now: the median of ``samples`` probes, in us, and the samples."""
     backend = CudaBackend()
-    samples = [eager_kernel_s(backend) * 1e6 for _ in range(5)]
-    print(json.dumps({"kernel_eager_us": statistics.median(samples), "samples_us": samples}))
+    times = [eager_kernel_s(backend) * 1e6 for _ in range(samples)]
+    return {"kernel_eager_us": statistics.median(times), "samples_us": times}
+
+
+if __name__ == "__main__":
+    print(json.dumps(probe()))

@@ -15,23 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
 
+from launch_time import probe as launch_probe
+
 from tops_advisor.counting import load_model
 from tops_advisor.errors import TopsAdvisorError
 from tops_advisor.validate.measure import MeasurementSet, check_device, environment, measure_batches
-
-
-def _launch_us() -> float:
-    """The probe's eager launch time now, in us (median of 3; benchmarks/launch_time.py takes 5)."""
-    from tops_advisor.probe.kit import CudaBackend
-    from tops_advisor.probe.overhead import eager_kernel_s
-
-    backend = CudaBackend()
-    return statistics.median(eager_kernel_s(backend) * 1e6 for _ in range(3))
 
 
 def main() -> int:
@@ -78,7 +70,7 @@ def main() -> int:
                     print("time budget reached; stopping", file=sys.stderr)
                     break
                 if args.launch_out:
-                    probes.append({"model": path, "dtype": dtype, "batch": batch, "kernel_eager_us": _launch_us()})
+                    probes.append({"model": path, "dtype": dtype, "batch": batch, "kernel_eager_us": launch_probe(3)["kernel_eager_us"]})
                     Path(args.launch_out).write_text(json.dumps({"probes": probes}, indent=1))
                 measure_batches(model_file, [batch], dtype, repeats=args.repeats, warmup=args.warmup,
                                 profile=batch == args.profile_batch, model_name=path, keep_going=True,

@@ -172,8 +172,7 @@ def _family(call: OpCall, ins: list[torch.Tensor]) -> str:
                                 int_tuple(call.arg(5, "dilation", 1)), int(call.arg(8, "groups", 1)),
                                 bool(call.arg(6, "transposed", False)))
     family = OP_FAMILY.get(name, "")
-    if family == "bilinear_upsample" and ins and ins[0].dim() == 4 and not ins[0].is_contiguous() and \
-            ins[0].is_contiguous(memory_format=torch.channels_last):
+    if family == "bilinear_upsample" and ins and _channels_last(ins[0]):
         return ""
     return family
 

@@ -49,13 +49,17 @@ def op_classes(a: dict, d: RooflineDefaults) -> np.ndarray:
     return cls
 
 
+def element_bytes(a: dict) -> np.ndarray:
+    """Bytes per element of each operator's dtype (2 where the dtype has no entry)."""
+    return np.array([BYTES_PER_ELEMENT.get(str(t), 2.0) for t in a["dtype"]])
+
+
 def plain_gemm_plane(a: dict, d: RooflineDefaults) -> np.ndarray:
     """Convolutions whose output can be the contiguous row of a plain GEMM: channels-last ones (the channels
     are the row), and NCHW ones whose spatial plane is a multiple of ``pointwise_plane_alignment_bytes``
     (``RooflineDefaults.pointwise_plane_alignment_bytes``). A plane of one element (NCHW is then NHWC) or one
     that is not known (0) counts as aligned."""
-    elem = np.array([BYTES_PER_ELEMENT.get(str(t), 2.0) for t in a["dtype"]])
-    row = a["plane"] * elem
+    row = a["plane"] * element_bytes(a)
     aligned = np.mod(row, d.pointwise_plane_alignment_bytes.value) == 0
     # a 1x1 plane (squeeze-excite, classifier heads) is NHWC too: the channels are the row
     return aligned | (a["plane"] <= 1) | (a["family"] == CHANNELS_LAST_FAMILY)
@@ -85,8 +89,7 @@ def _tile_efficiency(a: dict, perf: DevicePerf, split_kind: str, precision: str,
     d = perf.defaults
     simt = precision in SIMT_PRECISIONS
     split = d.max_split_k[split_kind]
-    elem = np.array([BYTES_PER_ELEMENT.get(str(t), 2.0) for t in a["dtype"]])
-    elem = np.where(aligned | (a["dtype"] == "fp32"), 16.0, elem)  # fp32 matmuls: SIMT or TF32, no penalty
+    elem = np.where(aligned | (a["dtype"] == "fp32"), 16.0, element_bytes(a))  # fp32 matmuls: SIMT or TF32, no penalty
     if simt and split_kind == "conv":
         d = dataclasses.replace(d, gemm_k_half=simt_conv_k_half(perf, precision))
     return gemm_efficiency(a["m"], a["n"], a["k"], a["b"], perf.compute_units,
