@@ -1,9 +1,11 @@
 """Which kernels the counter and predictor assume PyTorch picks on CUDA: the depthwise backend
 (counting.conv_backend), cuDNN's GEMM path for 1x1 convolutions with an aligned plane (rates.plain_gemm_plane),
-cuDNN's channels-last output layout, and the fused-attention head-dimension rules."""
+cuDNN's channels-last output layout, the fused-attention head-dimension rules and cuDNN's grouped-convolution
+tiles."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -15,7 +17,7 @@ from tops_advisor.counting.conv_backend import depthwise_family
 from tops_advisor.roofline import predict
 from tops_advisor.roofline.defaults import DEFAULTS
 from tops_advisor.roofline.predict import _arrays
-from tops_advisor.roofline.rates import CLASSES, op_classes
+from tops_advisor.roofline.rates import CLASSES, op_classes, padded_group_width
 from tops_advisor.workload import NATIVE_DEPTHWISE_FAMILY
 
 NATIVE = NATIVE_DEPTHWISE_FAMILY
@@ -190,3 +192,48 @@ def test_an_nhwc_upsampling_the_gpu_refuses_is_named():
     assert any("refuses outputs of 2^31 - 1 elements" in n for n in w.notes)
     w = count_module(_Upsample(), torch.randn(1, 64, 8, 8), "fp16")
     assert not any("refuses" in n for n in w.notes)
+
+
+@pytest.mark.parametrize("width, padded", [(4, 4), (16, 16), (24, 32), (48, 64), (56, 64), (64, 64), (112, 128),
+                                           (128, 128), (232, 256), (240, 256), (320, 320)])
+def test_a_group_is_padded_to_its_kernel_width(width, padded):
+    assert padded_group_width(np.array([width]))[0] == padded
+
+
+def _grouped_conv_time(per_group: int, channels: int = 512, dtype: str = "fp16") -> tuple[float, float]:
+    """Predicted compute time and FLOPs of a 3x3 grouped convolution (NCHW, batch 64 at 56x56)."""
+    hw = load_catalog().get("h200")
+    conv = nn.Conv2d(channels, channels, 3, padding=1, groups=channels // per_group, bias=False)
+    w = count_module(conv, torch.randn(64, channels, 56, 56), dtype)
+    op = next(o for o in w.ops if o.name == "aten.convolution")
+    return next(p for o, p in zip(w.ops, predict(w, hw, mode="graph").ops, strict=True) if o is op).compute_s, op.flops
+
+
+def test_narrow_groups_share_a_64_channel_tile():
+    """At 4-64 channels per group cuDNN computes every group in a 64-wide tile, so one layer's time barely moves
+    with the group width although its FLOPs grow 16x (rates.grouped_nchw_rate)."""
+    times = {g: _grouped_conv_time(g)[0] for g in (4, 8, 16, 32, 64)}
+    assert max(times.values()) / min(times.values()) < 1.2
+    flops = {g: _grouped_conv_time(g)[1] for g in (4, 64)}
+    assert flops[64] == pytest.approx(16 * flops[4])
+
+
+def test_a_group_width_off_a_power_of_two_pays_its_padding():
+    """24 channels per group are computed as 32: the same FLOPs take longer than at 32 per group."""
+    t24, f24 = _grouped_conv_time(24, channels=768)
+    t32, f32 = _grouped_conv_time(32, channels=768)
+    assert t24 / f24 > 1.3 * t32 / f32
+
+
+def test_a_grouped_convolution_takes_its_four_kernel_floor():
+    """Layout in, memset or weight transform, the convolution, layout out: a tiny grouped convolution costs the
+    grouped floor, a dense one the convolution floor."""
+    hw = load_catalog().get("h200")
+    floors = {}
+    for groups in (1, 4):
+        w = count_module(nn.Conv2d(16, 16, 3, padding=1, groups=groups), torch.randn(1, 16, 8, 8), "fp16")
+        op = next(i for i, o in enumerate(w.ops) if o.name == "aten.convolution")
+        p = predict(w, hw, mode="graph").ops[op]
+        floors[groups] = p.latency_s - max(p.compute_s, p.memory_s)   # floor + gap
+    assert floors[4] - floors[1] == pytest.approx(
+        DEFAULTS.kind_floor_s["grouped_conv"] - DEFAULTS.kind_floor_s["conv"], rel=1e-6)

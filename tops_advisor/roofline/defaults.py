@@ -148,11 +148,13 @@ class RooflineDefaults:
     # copies 1.67, reductions 2.57, pooling 2.27, embedding 1.66 and cuDNN batch norm 2.05 agree with theirs.
     # Norms keep 3.6: fp16 batch norm is three kernels (5.1 us measured), where the residual of one-kernel
     # norms is 2.72; a one-kernel layer norm takes 2.9: layer norms under 4 us measure 3.2-3.5 (n=993) where
-    # the constant of the row fit over larger ones (norm_bandwidth_factor) is 1.8-2.1.
+    # the constant of the row fit over larger ones (norm_bandwidth_factor) is 1.8-2.1. A grouped convolution
+    # in NCHW launches 4 kernels (layout in, a memset or weight transform, the convolution, layout out): the
+    # residual of the 58 under 50 MFLOP is 7.9 us (RegNetY-800MF and ResNeXt-50 at batch 1, fp16 and fp32).
     kind_floor_s: dict = _d(
         elementwise=1.2e-6, copy=2.0e-6, embedding=1.9e-6, reduction=2.7e-6, pool=2.3e-6, norm=3.6e-6,
         softmax=1.6e-6, matmul=2.4e-6, conv=5.5e-6, attention=5.2e-6, other=2.0e-6,
-        depthwise=1.9e-6, batch_norm_cudnn=2.2e-6, layer_norm=2.9e-6)
+        depthwise=1.9e-6, batch_norm_cudnn=2.2e-6, layer_norm=2.9e-6, grouped_conv=7.9e-6)
     # Each kernel an operator launches beyond its first.
     kernel_floor_s: Default = Default(1.2e-6, "H200: the median elementwise kernel moving < 1 MB")
 
@@ -402,6 +404,12 @@ class RooflineDefaults:
     # 13.1, 10.2 us for the 0.92 GFLOP grouped 3x3 convolutions of the four stages, where NCHW's rate
     # predicts 187, 71, 32 and 18 us.
     grouped_channels_last_tile_channels: int = 64
+    # An NCHW grouped convolution (eager PyTorch, cuDNN) computes each group in an NHWC tile at least 64
+    # channels wide: cuDNN's kernels for 4-32 channels per group are 64x64 implicit-GEMM tiles (sm80/sm90
+    # xmma "tilesize64x64x64"), and the time of one shape is nearly the same at 4, 8, 16, 32 and 64 channels
+    # per group (H200 sweep, results/h200_grouped_conv_groups.json, fp16 batch 64 at 56x56: 183-202 TFLOPS at
+    # 64 per group, 10-11 at 4, 44-51 at 16). ``rates.grouped_nchw_rate``.
+    grouped_nchw_tile_channels: int = 64
 
     # --- memory-bound operators ---------------------------------------------------------------------------
     # Bandwidth efficiency relative to the attainable copy bandwidth: summed bytes over summed time of every

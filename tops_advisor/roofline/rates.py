@@ -7,7 +7,9 @@ operators of that class): an operator's prediction never depends on the rest of 
     vector          elementwise, norms, softmax, pooling, copies: the vector rate (they are memory-bound)
     gemm            matmuls: the tensor-core peak x GEMM tile efficiency
     conv            convolutions on tensor cores: the GEMM of their implicit GEMM x the convolution factor;
-                    grouped ones run channels-last (inductor) as packed 64-channel tiles (``grouped_channels_last_rate``)
+                    grouped ones in NCHW as padded groups in tiles at least 64 channels wide
+                    (``grouped_nchw_rate``), channels-last (inductor) as packed 64-channel tiles
+                    (``grouped_channels_last_rate``)
     pointwise_conv  1x1 convolutions whose plane is aligned (``plain_gemm_plane``): plain GEMMs over the
                     channels, the GEMM rate and floor; misaligned ones are ``conv``
     depthwise       few output channels per group: direct kernels on the vector units (channels-last ones at
@@ -150,9 +152,12 @@ def conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
     winograd = winograd_speedup(a, perf.hardware, precision, perf.defaults)
     rate = (_peak(perf, precision, "conv") * factor * winograd
             * _tile_efficiency(a, perf, "conv", precision, aligned=True))
-    grouped = (a["family"] == CHANNELS_LAST_FAMILY) & (a["b"] > 1)
-    if grouped.any():
-        rate = np.where(grouped, grouped_channels_last_rate(a, perf, precision), rate)
+    channels_last = a["family"] == CHANNELS_LAST_FAMILY
+    grouped = a["b"] > 1
+    if (grouped & ~channels_last).any() and precision not in SIMT_PRECISIONS:
+        rate = np.where(grouped & ~channels_last, grouped_nchw_rate(a, perf, precision, factor * winograd), rate)
+    if (grouped & channels_last).any():
+        rate = np.where(grouped & channels_last, grouped_channels_last_rate(a, perf, precision), rate)
     d = perf.defaults
     thin = thin_input(a, precision, d) & (perf.hardware.architecture in d.thin_conv_architectures)
     first_layer = thin & (a["window"] == 49) & (a["stride"] == 2) & (a["n"] == 64) & (a["k"] <= 4 * 49)
@@ -200,6 +205,32 @@ def grouped_channels_last_rate(a: dict, perf: DevicePerf, precision: str) -> np.
     packed = np.clip(np.floor(tile / np.maximum(a["n"], 1.0)), 1.0, groups)
     dense = {**a, "n": a["n"] * groups, "k": a["k"] * packed, "b": np.ones_like(groups)}
     return _peak(perf, precision, "conv") * _tile_efficiency(dense, perf, "conv", precision, aligned=True) / packed
+
+
+def padded_group_width(channels: np.ndarray) -> np.ndarray:
+    """The channels per group a grouped kernel computes: the next power of two up to 128, then the next
+    multiple of 64 (cuDNN pads a group to its tile; H200 sweep, ``results/h200_grouped_conv_groups.json``:
+    24 per group runs at 16's rate, 48 and 56 at under 64's)."""
+    c = np.maximum(np.asarray(channels, dtype=np.float64), 1.0)
+    pow2 = 2.0 ** np.ceil(np.log2(c))
+    return np.where(c <= 128, pow2, np.ceil(c / 64.0) * 64.0)
+
+
+def grouped_nchw_rate(a: dict, perf: DevicePerf, precision: str, factor: float | np.ndarray) -> np.ndarray:
+    """A grouped convolution in NCHW (cuDNN's NHWC tensor-core kernels behind layout conversions). Each group
+    is padded to ``padded_group_width`` channels and run in tiles at least ``grouped_nchw_tile_channels``
+    wide (narrower groups share a tile or pad it), so the work done is m x groups x padded x window x
+    max(padded, tile) whatever the group width: at 4-64 channels per group the time of one shape is nearly
+    constant (H200 sweep, ``results/h200_grouped_conv_groups.json``). That work runs at the convolution rate
+    of its dense shape (``factor``: the convolution factor); the useful share is (width/padded) x
+    (width/tile width)."""
+    width = np.maximum(a["n"], 1.0)
+    padded = padded_group_width(width)
+    tile = np.maximum(padded, perf.defaults.grouped_nchw_tile_channels)
+    window = np.maximum(a["window"], 1.0)
+    dense = {**a, "n": tile, "k": window * tile, "b": np.ceil(np.maximum(a["b"], 1.0) * padded / tile)}
+    eff = _tile_efficiency(dense, perf, "conv", precision, aligned=True)
+    return _peak(perf, precision, "conv") * factor * eff * (width / padded) * (width / tile)
 
 
 def pointwise_conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
@@ -351,6 +382,8 @@ def floors(a: dict, cls: np.ndarray, perf: DevicePerf) -> np.ndarray:
     one_by_one = (a["kind"] == _KIND["conv"]) & (a["window"] == 1)
     first = np.where((cls == CLASSES.index("pointwise_conv")) | one_by_one, f["matmul"], first)
     first = np.where(cls == CLASSES.index("depthwise"), f["depthwise"], first)
+    grouped = (cls == CLASSES.index("conv")) & (a["b"] > 1) & (a["family"] != CHANNELS_LAST_FAMILY)
+    first = np.where(grouped, f.get("grouped_conv", f["conv"]), first)
     # one-kernel batch norm is cuDNN's inference kernel: fp32, and autocast's half input with fp32 weights
     # (counting.handles.batch_norm; fp16 with half weights runs PyTorch's native kernel and a copy: 2 kernels)
     first = np.where((a["family"] == "batch_norm") & (a["kernels"] == 1), f["batch_norm_cudnn"], first)
