@@ -88,8 +88,10 @@ class _Pointwise(nn.Module):
     (28, "fp16", False, "pointwise_conv"),   # 784 x 2 bytes: a multiple of 16
     (14, "fp16", False, "conv"),             # 196 x 2 = 392 bytes: cuDNN's convolution kernels
     (7, "fp16", False, "conv"),              # 49 x 2 bytes
-    (14, "fp32", False, "pointwise_conv"),   # 196 x 4 = 784 bytes
+    (14, "fp32", False, "conv"),             # 196 x 4 = 784 bytes, but TF32: cuDNN's CUTLASS convolution kernels
     (7, "fp32", False, "conv"),
+    (14, "fp32", True, "pointwise_conv"),    # channels-last (inductor): a GEMM
+    (28, "bf16", False, "pointwise_conv"),
     (1, "fp16", False, "pointwise_conv"),    # a 1x1 plane is NHWC: squeeze-excite
     (7, "fp16", True, "pointwise_conv"),     # channels-last: the channels are the row
 ])

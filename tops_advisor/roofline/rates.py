@@ -45,10 +45,18 @@ def op_classes(a: dict, d: RooflineDefaults) -> np.ndarray:
     cls = np.zeros(kind.shape[0], dtype=np.int64)
     cls[kind == _KIND["matmul"]] = CLASSES.index("gemm")
     cls[conv] = CLASSES.index("conv")
-    cls[conv & (a["window"] == 1) & plain_gemm_plane(a, d)] = CLASSES.index("pointwise_conv")
+    cls[conv & (a["window"] == 1) & plain_gemm_plane(a, d) & ~tf32_cudnn_pointwise(a)] = CLASSES.index("pointwise_conv")
     cls[kind == _KIND["attention"]] = CLASSES.index("attention")
     cls[depthwise] = CLASSES.index("depthwise")
     return cls
+
+
+def tf32_cudnn_pointwise(a: dict) -> np.ndarray:
+    """fp32 (TF32) 1x1 convolutions in NCHW: cuDNN runs them with its CUTLASS convolution kernels
+    (``cutlass_80_tensorop_s1688gemm``, H200 profiles), not the GEMM library's, so they take the convolution
+    class and its TF32 factor. H200 profiles, 756 one-kernel TF32 1x1 convolutions over 200 MFLOP at batch
+    >= 8: 113 TFLOPS median, at most 220, where the GEMM rate predicted 0.62 of their time."""
+    return (a["dtype"] == "fp32") & (a["family"] != CHANNELS_LAST_FAMILY)
 
 
 def element_bytes(a: dict) -> np.ndarray:
