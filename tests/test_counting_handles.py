@@ -211,7 +211,8 @@ def test_norms():
     assert op.flops == 2 * 72 and op.kernels == 1                        # eval: scale and shift
     assert op.param_bytes == 4 * 4 * 4                                   # weight, bias, running mean, var
     op = only(count_module(nn.GroupNorm(2, 4), torch.randn(2, 4, 3, 3)))
-    assert op.flops == 8 * 72 and op.kernels == 2                        # as layer norm: 8 * 72 = 576
+    assert op.flops == 8 * 72 and op.kernels == 3                        # as layer norm: 8 * 72 = 576
+    assert (op.gemm.m, op.gemm.n) == (2 * 2, 2 * 9)                      # rows: samples x groups
     op = only(count_module(nn.LayerNorm(16, elementwise_affine=False), torch.randn(4, 16)))
     assert op.flops == 6 * 64                                            # no scale or shift: 8 - 2 = 6
     op = only(count_module(nn.RMSNorm(16), torch.randn(4, 16)))          # fused, not pow/mean/rsqrt/mul

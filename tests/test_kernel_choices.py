@@ -16,6 +16,7 @@ from tops_advisor.counting import count_module
 from tops_advisor.counting.conv_backend import depthwise_family
 from tops_advisor.roofline import predict
 from tops_advisor.roofline.defaults import DEFAULTS
+from tops_advisor.roofline.device import device_perf
 from tops_advisor.roofline.predict import _arrays
 from tops_advisor.roofline.rates import CLASSES, op_classes, padded_group_width
 from tops_advisor.workload import NATIVE_DEPTHWISE_FAMILY
@@ -239,3 +240,21 @@ def test_a_grouped_convolution_takes_its_four_kernel_floor():
         floors[groups] = p.latency_s - max(p.compute_s, p.memory_s)   # floor + gap
     assert floors[4] - floors[1] == pytest.approx(
         DEFAULTS.kind_floor_s["grouped_conv"] - DEFAULTS.kind_floor_s["conv"], rel=1e-6)
+
+
+def test_group_norm_rows_stream_one_element_per_clock_in_waves():
+    """PyTorch reduces each (sample, group) row in one thread block: at batch 1 with 32 groups (one wave) the
+    time grows with the row, and at batch 32 (1,024 rows) it takes rows / SMs waves of that."""
+    hw = load_catalog().get("h200")
+    d = DEFAULTS
+    times = {}
+    for batch in (1, 32):
+        w = count_module(nn.GroupNorm(32, 256), torch.randn(batch, 256, 64, 64), "fp16")
+        op = next(o for o in w.ops if o.name == "aten.native_group_norm")
+        assert (op.gemm.m, op.gemm.n, op.kernels) == (batch * 32, 8 * 64 * 64, 3)
+        p = next(p for o, p in zip(w.ops, predict(w, hw, mode="graph").ops, strict=True) if o is op)
+        bandwidth = device_perf(hw).bandwidth_bytes_per_s * d.norm_bandwidth_factor["group_norm"][0]
+        times[batch] = p.memory_s - op.bytes / bandwidth
+    clock = d.layer_norm_reference_clock_mhz / (hw.boost_clock_mhz * hw.clock_scale)
+    assert times[1] == pytest.approx(8 * 64 * 64 * d.group_norm_element_s[0] * clock, rel=1e-6)
+    assert times[32] == pytest.approx(1024 / hw.compute_units * times[1], rel=1e-6)

@@ -424,7 +424,7 @@ class RooflineDefaults:
                                               reduction=(0.39, 0.52))
     # Norms differ by operator more than by anything else (16-bit / 32-bit): batch norm 0.73 / 0.65 (fp32:
     # cuDNN's inference kernel; over all eight profiled sets, 3,688 calls each), layer norm 0.24 / 0.37,
-    # group norm 0.07 / 0.20.
+    # group norm 0.07 / 0.20 (both now modelled per row, below).
     # Layer norm: PyTorch's CUDA kernel (vectorized_layer_norm_kernel) runs one thread block per row, so a row
     # costs a fixed time (its Welford reductions and barriers) beside its bytes: time = bytes / (factor x
     # bandwidth) + rows / SMs x layer_norm_row_s (+ the floor). Least squares over every contiguous one-kernel
@@ -433,7 +433,16 @@ class RooflineDefaults:
     # bytes-only share 0.24 was off by 42%: 3.8x too fast at 64 elements, 1.7x too slow at 1,024); fp32 1.06
     # (taken as 1.0), 0.184 us, 1.76 us (n=668, 3.2%). The per-row time is clock cycles: other cards scale it by
     # the H200's clock over theirs.
-    norm_bandwidth_factor: dict = _d(batch_norm=(0.73, 0.65), layer_norm=(0.73, 1.0), group_norm=(0.07, 0.2))
+    # Group norm: PyTorch's CUDA kernels reduce each (sample, group) row in one thread block (RowwiseMoments),
+    # fold the statistics into scales (ComputeFusedParams) and apply them elementwise: 3 kernels in all 481
+    # profiled calls. The reduction streams a row at about one element per clock per block, so a row of n
+    # elements costs n x group_norm_element_s, in waves of one row per SM (rows / SMs, at least one); the apply
+    # pass moves the bytes at the elementwise share (0.73 / 0.91). H200 profiles (SD-UNet, ViT-L/R50 hybrid,
+    # SHViT, wav2vec 2.0; rows of 1-65,536, 1,536-122,880 elements): median 0.50 ns (fp16, n=123) and 0.46 ns
+    # (fp32, n=124) per element per row wave, where the bytes-only shares (0.07 / 0.20) were 2.9x too slow at
+    # batch 32 and 1.5x too fast at batch 1 (ViT-L/R50, blind round 22).
+    norm_bandwidth_factor: dict = _d(batch_norm=(0.73, 0.65), layer_norm=(0.73, 1.0), group_norm=(0.73, 0.91))
+    group_norm_element_s: tuple = (0.50e-9, 0.46e-9)   # (16-bit, 32-bit) per element of a row, at the H200's clock
     layer_norm_row_s: tuple = (0.135e-6, 0.184e-6)   # (16-bit, 32-bit) per row per SM at the H200's clock
     layer_norm_reference_clock_mhz: float = 1980.0   # H200 SXM boost clock (hardware_db/h200-sxm.toml)
     # Memory-bound kernels reading an activation through a permuted/transposed view (``strided``) move their

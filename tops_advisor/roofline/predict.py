@@ -228,7 +228,7 @@ def device_times(a: dict, perf: DevicePerf, tf32_matmul: bool = False) -> _Devic
     rate, precision = rates.compute_rates(a, cls, perf, tf32_matmul)
     bandwidth = perf.bandwidth_bytes_per_s * rates.bandwidth_factors(a, cls, perf.defaults)
     compute = np.divide(a["flops"], rate, out=np.zeros_like(rate), where=a["flops"] > 0)
-    memory = a["bytes"] / bandwidth + rates.layer_norm_rows_s(a, perf)
+    memory = a["bytes"] / bandwidth + rates.layer_norm_rows_s(a, perf) + rates.group_norm_rows_s(a, perf)
     if perf.gemm_samples:
         compute, memory = _gemm_sample_correction(a, perf, precision, compute, memory)
     return _DeviceTimes(precision, compute, memory, rates.floors(a, cls, perf), a["kernels"] * perf.kernel_gap_s)

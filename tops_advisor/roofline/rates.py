@@ -380,6 +380,20 @@ def layer_norm_rows_s(a: dict, perf: DevicePerf) -> np.ndarray:
     return rows / max(perf.compute_units, 1) * per_row
 
 
+def group_norm_rows_s(a: dict, perf: DevicePerf) -> np.ndarray:
+    """Per operator: the time of a group norm's row reductions (``m`` rows of ``n`` elements, one thread block
+    each, ``RooflineDefaults.group_norm_element_s`` per element), in waves of one row per SM, at this card's
+    clock; 0 for other operators."""
+    d = perf.defaults
+    hw = perf.hardware
+    clock = hw.boost_clock_mhz * hw.clock_scale if hw.boost_clock_mhz else d.layer_norm_reference_clock_mhz
+    half = np.isin(a["dtype"], ("fp16", "bf16"))
+    per_element = np.where(half, d.group_norm_element_s[0], d.group_norm_element_s[1])
+    waves = np.maximum(a["m"] / max(perf.compute_units, 1), 1.0)
+    scale = d.layer_norm_reference_clock_mhz / clock
+    return np.where(a["family"] == "group_norm", waves * a["n"] * per_element * scale, 0.0)
+
+
 def floors(a: dict, cls: np.ndarray, perf: DevicePerf) -> np.ndarray:
     """Per operator: the shortest device time it can take (its first kernel's floor, then one kernel floor
     for each further kernel); 0 for operators that launch nothing."""
