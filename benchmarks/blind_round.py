@@ -46,12 +46,14 @@ def predict_cases(models: list[str], batches: list[int], dtype: str, compiled: b
     for spec in models:
         costs = ModelCosts(spec, base_dtype=dtype)
         for batch in batches:
-            w = costs.at(batch, dtype)
+            # each mode's own count: a forward can take another path under CUDA-graph capture (HF attention
+            # asks whether it is being captured); rounds 13-22 predicted eager from the captured count
+            counted = {mode: costs.at(batch, dtype, mode=mode) for mode in ("graph", "eager")}
             row = {"model": spec, "batch": batch, "dtype": dtype}
             for label, perf in (("datasheet", plain), ("calibrated", calibrated)):
-                for mode in ("graph", "eager"):
+                for mode, w in counted.items():
                     row[f"{mode}_{label}_s"] = predict(w, hw, mode=mode, perf=perf).latency_s
-            row["eager_by_launch_us"] = {str(us): predict(w, hw, mode="eager", perf=p).latency_s
+            row["eager_by_launch_us"] = {str(us): predict(counted["eager"], hw, mode="eager", perf=p).latency_s
                                          for us, p in grid.items()}
             if compiled:
                 wc = costs.at(batch, dtype, mode="compiled")
