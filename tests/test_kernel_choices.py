@@ -258,3 +258,18 @@ def test_group_norm_rows_stream_one_element_per_clock_in_waves():
     clock = d.layer_norm_reference_clock_mhz / (hw.boost_clock_mhz * hw.clock_scale)
     assert times[1] == pytest.approx(8 * 64 * 64 * d.group_norm_element_s[0] * clock, rel=1e-6)
     assert times[32] == pytest.approx(1024 / hw.compute_units * times[1], rel=1e-6)
+
+
+class _Transposed(nn.Module):
+    def forward(self, x):
+        t = x.transpose(1, 2)                      # (batch, time, channels) viewed as (batch, channels, time)
+        return F.gelu(t), t + x.transpose(1, 2).contiguous()
+
+
+def test_an_elementwise_op_on_one_permuted_dense_layout_is_not_strided():
+    """TensorIterator runs a unary op on a transposed view in memory order (vectorised); an add of a transposed
+    view and a contiguous tensor reads one of them across its layout."""
+    w = count_module(_Transposed(), torch.randn(2, 64, 32), "fp16")
+    gelu = next(o for o in w.ops if o.name == "aten.gelu")
+    add = next(o for o in w.ops if o.name == "aten.add")
+    assert not gelu.strided and add.strided
