@@ -372,12 +372,19 @@ def layer_norm_rows_s(a: dict, perf: DevicePerf) -> np.ndarray:
     """Per operator: the fixed time of a layer norm's rows (``m``; one thread block each in PyTorch's kernel,
     ``RooflineDefaults.layer_norm_row_s``), spread over the SMs, at this card's clock; 0 for other operators."""
     d = perf.defaults
-    hw = perf.hardware
-    clock = hw.boost_clock_mhz * hw.clock_scale if hw.boost_clock_mhz else d.layer_norm_reference_clock_mhz
     half = np.isin(a["dtype"], ("fp16", "bf16"))
-    per_row = np.where(half, d.layer_norm_row_s[0], d.layer_norm_row_s[1]) * d.layer_norm_reference_clock_mhz / clock
+    per_row = np.where(half, d.layer_norm_row_s[0], d.layer_norm_row_s[1]) * _cycles_scale(perf)
     rows = np.where(a["family"] == "layer_norm", a["m"], 0.0)
     return rows / max(perf.compute_units, 1) * per_row
+
+
+def _cycles_scale(perf: DevicePerf) -> float:
+    """A time measured in the H200's clock cycles on this card: the H200's boost clock over this card's
+    (sustained) clock; 1 when the catalog gives no clock."""
+    d = perf.defaults
+    hw = perf.hardware
+    clock = hw.boost_clock_mhz * hw.clock_scale if hw.boost_clock_mhz else d.layer_norm_reference_clock_mhz
+    return d.layer_norm_reference_clock_mhz / clock
 
 
 def group_norm_rows_s(a: dict, perf: DevicePerf) -> np.ndarray:
@@ -385,13 +392,10 @@ def group_norm_rows_s(a: dict, perf: DevicePerf) -> np.ndarray:
     each, ``RooflineDefaults.group_norm_element_s`` per element), in waves of one row per SM, at this card's
     clock; 0 for other operators."""
     d = perf.defaults
-    hw = perf.hardware
-    clock = hw.boost_clock_mhz * hw.clock_scale if hw.boost_clock_mhz else d.layer_norm_reference_clock_mhz
     half = np.isin(a["dtype"], ("fp16", "bf16"))
-    per_element = np.where(half, d.group_norm_element_s[0], d.group_norm_element_s[1])
+    per_element = np.where(half, d.group_norm_element_s[0], d.group_norm_element_s[1]) * _cycles_scale(perf)
     waves = np.maximum(a["m"] / max(perf.compute_units, 1), 1.0)
-    scale = d.layer_norm_reference_clock_mhz / clock
-    return np.where(a["family"] == "group_norm", waves * a["n"] * per_element * scale, 0.0)
+    return np.where(a["family"] == "group_norm", waves * a["n"] * per_element, 0.0)
 
 
 def floors(a: dict, cls: np.ndarray, perf: DevicePerf) -> np.ndarray:
