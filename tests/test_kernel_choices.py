@@ -273,3 +273,14 @@ def test_an_elementwise_op_on_one_permuted_dense_layout_is_not_strided():
     gelu = next(o for o in w.ops if o.name == "aten.gelu")
     add = next(o for o in w.ops if o.name == "aten.add")
     assert not gelu.strided and add.strided
+
+
+def test_a_thin_input_convolution_in_tf32_runs_on_the_cuda_cores():
+    """A ViT's 16x16 patch embedding of a 3-channel image in fp32: cuDNN runs its FP32 CUDA-core kernels
+    (TF32 allowed or not), so it attains a share of the FP32 peak, not of the TF32 tensor peak."""
+    hw = load_catalog().get("h200")
+    patch = nn.Conv2d(3, 384, 16, stride=16)
+    w = count_module(patch, torch.randn(32, 3, 224, 224), "fp32")
+    op = next(i for i, o in enumerate(w.ops) if o.name == "aten.convolution")
+    p = predict(w, hw, mode="graph").ops[op]
+    assert p.flops / p.compute_s <= DEFAULTS.thin_conv_fp32_factor.value * hw.dense_tops["fp32"] * 1e12

@@ -179,8 +179,10 @@ def conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
 
 def thin_input(a: dict, precision: str, d: RooflineDefaults) -> np.ndarray:
     """Convolutions on tensor-core precisions whose input has fewer channels than a tensor-core fragment
-    (``k`` is input channels x window for an ungrouped convolution): image stems with 1-4 channels."""
-    if precision in ("tf32", *SIMT_PRECISIONS):
+    (``k`` is input channels x window for an ungrouped convolution): image stems with 1-4 channels. TF32 ones
+    too: cuDNN runs them on the CUDA cores in FP32 (``implicit_convolve_sgemm``,
+    ``xmma_fprop_implicit_gemm_f32f32_f32f32``, the 7x7 stem's indexed kernel; H200 profiles of 17 models)."""
+    if precision in SIMT_PRECISIONS:
         return np.zeros(a["k"].shape[0], dtype=bool)
     channels = a["k"] / np.maximum(a["window"], 1.0)
     return (a["b"] <= 1) & (a["window"] > 1) & (channels < d.thin_conv_channels)
