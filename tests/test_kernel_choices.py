@@ -18,7 +18,7 @@ from tops_advisor.roofline import predict
 from tops_advisor.roofline.defaults import DEFAULTS
 from tops_advisor.roofline.device import device_perf
 from tops_advisor.roofline.predict import _arrays
-from tops_advisor.roofline.rates import CLASSES, op_classes, padded_group_width
+from tops_advisor.roofline.rates import CLASSES, op_classes, padded_group_width, pointwise_conv_rate
 from tops_advisor.workload import NATIVE_DEPTHWISE_FAMILY
 
 NATIVE = NATIVE_DEPTHWISE_FAMILY
@@ -284,3 +284,18 @@ def test_a_thin_input_convolution_in_tf32_runs_on_the_cuda_cores():
     op = next(i for i, o in enumerate(w.ops) if o.name == "aten.convolution")
     p = predict(w, hw, mode="graph").ops[op]
     assert p.flops / p.compute_s <= DEFAULTS.thin_conv_fp32_factor.value * hw.dense_tops["fp32"] * 1e12
+
+
+def test_a_misaligned_pointwise_convolution_pays_its_layout_conversions():
+    """At a 7x7 plane (98 bytes in fp16) cuDNN converts input and output between NCHW and NHWC around the GEMM:
+    the time is the GEMM's plus two permuted copies at the strided-copy share of the bandwidth."""
+    hw = load_catalog().get("h200")
+    perf = device_perf(hw)
+    w = count_module(_Pointwise(), torch.randn(64, 64, 7, 7), "fp16")
+    i = next(i for i, o in enumerate(w.ops) if o.kind == "conv")
+    op, p = w.ops[i], predict(w, hw, mode="graph").ops[i]
+    m, n, k = op.gemm.m, op.gemm.n, op.gemm.k
+    a = {key: v[i:i + 1] for key, v in _arrays(w).items()}
+    gemm_s = op.flops / pointwise_conv_rate(a, perf, "fp16")[0]
+    copies_s = 2 * m * (k + n) * 2 / (perf.bandwidth_bytes_per_s * DEFAULTS.strided_kind_bandwidth_factor["copy"])
+    assert p.compute_s == pytest.approx(gemm_s + copies_s, rel=1e-6)

@@ -167,6 +167,9 @@ def conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
     if (grouped & channels_last).any():
         rate = np.where(grouped & channels_last, grouped_channels_last_rate(a, perf, precision), rate)
     d = perf.defaults
+    misaligned = misaligned_pointwise(a, d) & (precision not in ("tf32", *SIMT_PRECISIONS))
+    if misaligned.any():
+        rate = np.where(misaligned, misaligned_pointwise_rate(a, perf, precision), rate)
     thin = thin_input(a, precision, d) & (perf.hardware.architecture in d.thin_conv_architectures)
     first_layer = thin & (a["window"] == 49) & (a["stride"] == 2) & (a["n"] == 64) & (a["k"] <= 4 * 49)
     datasheet = perf.hardware.dense_tops.get(precision, 0.0) * 1e12
@@ -241,6 +244,27 @@ def grouped_nchw_rate(a: dict, perf: DevicePerf, precision: str, factor: float |
     dense = {**a, "n": tile, "k": window * tile, "b": np.ceil(np.maximum(a["b"], 1.0) * padded / tile)}
     eff = _tile_efficiency(dense, perf, "conv", precision, aligned=True)
     return _peak(perf, precision, "conv") * factor * eff * (width / padded) * (width / tile)
+
+
+def misaligned_pointwise(a: dict, d: RooflineDefaults) -> np.ndarray:
+    """Ungrouped NCHW 1x1 convolutions whose plane is not a plain GEMM row (``plain_gemm_plane``)."""
+    return ((a["kind"] == _KIND["conv"]) & (a["window"] == 1) & (a["b"] <= 1) & ~plain_gemm_plane(a, d)
+            & (a["family"] != CHANNELS_LAST_FAMILY))
+
+
+def misaligned_pointwise_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
+    """A 16-bit 1x1 convolution at a misaligned plane: cuDNN converts its input to NHWC, runs the GEMM over the
+    channels and converts the output back. The time is the GEMM's (``pointwise_conv_rate``) plus the two
+    conversions, each a permuted copy (read and write) at the strided-copy share of the bandwidth
+    (``strided_kind_bandwidth_factor["copy"]``), returned as the rate that gives it. H200 profiles, 1,148 such
+    fp16 convolutions over 200 MFLOP: 0.93 (2-byte planes) and 1.23 (8-byte) of their time, where the
+    convolution class gave 0.47 and 0.66."""
+    d = perf.defaults
+    flops = np.maximum(2.0 * a["m"] * a["n"] * a["k"], 1.0)
+    conversions = 2.0 * a["m"] * (a["k"] + a["n"]) * element_bytes(a)
+    seconds = flops / pointwise_conv_rate(a, perf, precision) + conversions / (
+        perf.bandwidth_bytes_per_s * d.strided_kind_bandwidth_factor["copy"])
+    return flops / seconds
 
 
 def pointwise_conv_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
