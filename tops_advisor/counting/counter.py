@@ -136,16 +136,10 @@ def _one_dense_layout(tensors: Sequence[torch.Tensor]) -> bool:
     if not full:
         return False
     first = full[0]
-    order = sorted(range(first.dim()), key=lambda d: -first.stride()[d])
-    for t in full:
-        if t.shape != first.shape or t.stride() != first.stride():
-            return False
-    expected = 1
-    for d in reversed(order):
-        if first.stride()[d] != expected and first.shape[d] != 1:
-            return False
-        expected *= first.shape[d]
-    return True
+    if any(t.shape != first.shape or t.stride() != first.stride() for t in full):
+        return False
+    order = sorted(range(first.dim()), key=lambda d: -first.stride()[d])   # outermost first
+    return first.permute(order).is_contiguous()
 
 
 def _not_dense(x: torch.Tensor) -> bool:
