@@ -198,3 +198,37 @@ def test_a_device_tensor_made_from_python_data_under_capture_fails_capture():
     assert _capture_fails(count_module(MakesDeviceTensors(scalar=True), x, "fp16", captured=True))
     assert not _capture_fails(count_module(MakesDeviceTensors(scalar=True), x, "fp16"))      # eager path: fine
     assert not _capture_fails(count_module(MakesDeviceTensors(scalar=False), x, "fp16", captured=True))
+
+
+class DrawsOnTheHost(torch.nn.Module):
+    """wav2vec2/data2vec-audio's layer drop: ``torch.rand([])`` with no device, compared on the host; plus a
+    position table made on the host and moved to the model's device."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        draw = torch.rand([])
+        skip = self.training and bool(draw * 2 < 0.1)   # eval: the draw is never read
+        positions = torch.arange(x.shape[1]).to(x.device)
+        return x if skip else self.a(x) + positions
+
+
+@pytest.mark.parametrize("device", ["meta", "cpu"])
+def test_operators_on_host_data_launch_no_kernel(device):
+    """On the meta device the draw is a real CPU tensor; through fake tensors (a model built on the CPU)
+    every tensor reads as the CPU, so host data is known by where it was made."""
+    model, x = DrawsOnTheHost().to(device), torch.randn(4, 16, device=device)
+    names = [o.name for o in count_module(model, x, "fp32").ops]
+    assert "aten.rand" not in names and "aten.arange" not in names
+    assert "aten.addmm" in names and names.count("aten.add") == 1   # the device add, after the move
+
+
+def test_a_host_read_of_host_data_does_not_fail_capture():
+    class ReadsHostData(torch.nn.Module):
+        def forward(self, x):
+            return x * float(torch.rand([]).item())
+
+    w = count_module(ReadsHostData(), torch.randn(4, 16, device="meta"), "fp16", captured=True)
+    assert not _capture_fails(w) and [o.name for o in w.ops] == ["aten.mul"]

@@ -46,6 +46,7 @@ from .capture import capture_state
 from .conv_backend import depthwise_family
 from .fusion import FlowTracker
 from .handles import ZERO_COST, Cost, OpCall, TensorInfo, int_tuple, lookup
+from .host_data import HostData, makes_host_data, moves_to_device
 from .host_reads import HostReads
 from .library_models import LibraryModel
 from .lowering import PYTORCH_CUDA, CountedOp, OpFacts, TensorFacts, lower
@@ -219,6 +220,7 @@ class _State:
         self.module_calls = 0                        # nn.Module forward calls (host work in eager mode)
         self.empty_module_calls = 0                  # ... of which ran no operator (Identity, eval Dropout)
         self.cpu_copies = 0                          # copies of CPU-made tensors to the device in forward
+        self.host_data = HostData()                  # tensors the forward makes on the host, no kernels
         self.oversized: list[tuple[str, int, str]] = []  # (operator, output elements, module) CUDA refuses
         self.records_at_entry: list[int] = []
         self.python = PythonCalls()                  # other Python calls (host work in eager mode)
@@ -415,6 +417,12 @@ def _copies_from_cpu(name: str, args: tuple, out) -> bool:
             and out.device.type != "cpu")
 
 
+def _to_device(kwargs: dict) -> bool:
+    """A copy of host data to a device (``_to_copy(device=...)``): a transfer on the GPU, not a host op."""
+    device = kwargs.get("device")
+    return device is not None and torch.device(device).type != "cpu"
+
+
 class _DispatchCounter(TorchDispatchMode):
     def __init__(self, state: _State):
         super().__init__()
@@ -423,8 +431,11 @@ class _DispatchCounter(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = str(func.overloadpacket)
+        on_host = self.state.host_data.runs_on_host(_flat_tensors((args, kwargs))) and not _to_device(kwargs)
         if self.state.host.handles(name):
-            return self.state.host.answer(name, func, args, kwargs)
+            return self.state.host.answer(name, func, args, kwargs, on_host)
+        if on_host:
+            return self._on_host(name, func, args, kwargs)
         if self.state.casting():  # --dtype amp: autocast's casts
             args, kwargs = self.state.autocast.cast(name, args, kwargs, self.state.weight_key)
         from .meta_kernels import lookup as shape_function  # meta kernels that refuse dtypes the GPU runs
@@ -439,6 +450,15 @@ class _DispatchCounter(TorchDispatchMode):
             self.state.cpu_copies += 1
         if not self.state.suppress:
             self.state.record(name, args, kwargs, out)
+        return out
+
+
+    def _on_host(self, name: str, func, args: tuple, kwargs: dict):
+        """Run an operator on host data: no kernel; its outputs are host data too."""
+        out = func(*args, **kwargs)
+        self.state.host_data.mark(_flat_tensors(out))
+        if name not in ZERO_COST:
+            self.state.host_data.ops += 1
         return out
 
 
@@ -464,10 +484,25 @@ class _FusedCounter(TorchFunctionMode):
             self.state.record(*call)
         return out
 
+    def _host_factory(self, func, args: tuple, kwargs: dict):
+        self.state.host_data.making += 1
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self.state.host_data.making -= 1
+        self.state.host_data.mark(_flat_tensors(out))
+        return out
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in _HOST_DATA_FACTORIES and _made_from_host_data(func, args, kwargs):
             self.state.cpu_copies += 1
+        if makes_host_data(func, args, kwargs):
+            return self._host_factory(func, args, kwargs)
+        if moves_to_device(func, args, kwargs):
+            out = func(*args, **kwargs)
+            self.state.host_data.unmark(_flat_tensors(out))
+            return out
         if self.state.casting():  # before conv2d's own dtype checks
             args, kwargs = self.state.autocast.cast_function(func, args, kwargs, self.state.weight_key)
         if func is MHA_FUNCTION and not self.state.suppress and mha_fused_on_cuda(args, kwargs):

@@ -58,10 +58,13 @@ class HostReads:
     def handles(self, name: str) -> bool:
         return name in (_SCALAR, _NONZERO)
 
-    def answer(self, name: str, func, args: tuple, kwargs: dict):
+    def answer(self, name: str, func, args: tuple, kwargs: dict, on_host: bool = False):
+        """The read's result; ``on_host``: the tensor is host data (``host_data.py``), so reading it does not
+        synchronise with the GPU."""
         t = args[0]
         module = self._module()
-        self.reads[module] = self.reads.get(module, 0) + 1
+        if not on_host:
+            self.reads[module] = self.reads.get(module, 0) + 1
         if not _holds_no_values(t):
             return func(*args, **kwargs)
         if t.dtype != torch.bool:
