@@ -232,3 +232,29 @@ def test_a_host_read_of_host_data_does_not_fail_capture():
 
     w = count_module(ReadsHostData(), torch.randn(4, 16, device="meta"), "fp16", captured=True)
     assert not _capture_fails(w) and [o.name for o in w.ops] == ["aten.mul"]
+
+
+class IndexesWithHostData(torch.nn.Module):
+    """CSATv2's DCT stem: ``x[:, :, perm]`` with ``perm`` a Python list (or a CPU tensor): PyTorch copies the
+    index to the device first, which a capture refuses (H200, blind round 23)."""
+
+    def __init__(self, index: str):
+        super().__init__()
+        self.index = index
+        self.perm = [3, 1, 2, 0]
+        self.register_buffer("perm_buffer", torch.tensor(self.perm))   # moves with the model
+
+    def forward(self, x):
+        if self.index == "list":
+            return x[:, self.perm]
+        if self.index == "cpu tensor":
+            return x[:, torch.tensor(self.perm)]
+        return x[:, self.perm_buffer]
+
+
+@pytest.mark.parametrize("index,fails", [("list", True), ("cpu tensor", True), ("buffer", False)])
+def test_indexing_a_device_tensor_with_host_data_fails_capture(index, fails):
+    model = IndexesWithHostData(index).to("meta")
+    w = count_module(model, torch.randn(2, 4, device="meta"), "fp16", captured=True)
+    assert _capture_fails(w) is fails
+    assert [o.name for o in w.ops] == ["aten.index"]

@@ -144,7 +144,7 @@ def test_result_dump_adds_human_units_and_hides_closeness():
 def test_a_model_cuda_graphs_cannot_capture_is_said_in_graph_mode_only():
     from dataclasses import replace
 
-    from tops_advisor.counting.counter import CPU_COPY_NOTE
+    from tops_advisor.counting.host_copies import CPU_COPY_NOTE
 
     note = CPU_COPY_NOTE.format(n=2)
 

@@ -278,7 +278,7 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
     if first.unsupported_ops:
         notes.append("unsupported operators counted as zero: "
                      + ", ".join(f"{k} x{v}" for k, v in first.unsupported_ops.items()))
-    if c.mode != "eager":  # a model CUDA graphs cannot capture (counting: CPU_COPY_NOTE)
+    if c.mode != "eager":  # a model CUDA graphs cannot capture (counting.host_copies: CPU_COPY_NOTE)
         notes += [n for n in first.notes if "CUDA-graph capture fails" in n]
     return RecommendResult(recommendations=recs, rejected=rejected, constraints=c, notes=tuple(notes))
 

@@ -46,6 +46,7 @@ from .capture import capture_state
 from .conv_backend import depthwise_family
 from .fusion import FlowTracker
 from .handles import ZERO_COST, Cost, OpCall, TensorInfo, int_tuple, lookup
+from .host_copies import CPU_COPY_NOTE, copies_host_data, copies_python_data
 from .host_data import HostData, makes_host_data, moves_to_device
 from .host_reads import HostReads
 from .library_models import LibraryModel
@@ -403,20 +404,6 @@ class _State:
                        conv_input_copy_bytes=copy)
 
 
-_DEVICE_COPIES = frozenset({"aten._to_copy", "aten.copy_", "aten._copy_from"})
-CPU_COPY_NOTE = ("its forward copies a tensor made on the CPU to the device ({n}x): CUDA-graph capture fails "
-                 "on such a copy, so graph and compiled (CUDA-graph) latencies need the model changed first")
-
-
-def _copies_from_cpu(name: str, args: tuple, out) -> bool:
-    """A copy whose source is a CPU tensor and whose result is not (a model on the meta device, as library
-    models are counted; for a model counted through fake tensors every device reads as the CPU). The source
-    is ``copy_``'s second argument, the first of ``_to_copy`` and ``_copy_from``."""
-    source = args[1] if name == "aten.copy_" else args[0]
-    return (isinstance(source, torch.Tensor) and isinstance(out, torch.Tensor) and source.device.type == "cpu"
-            and out.device.type != "cpu")
-
-
 def _to_device(kwargs: dict) -> bool:
     """A copy of host data to a device (``_to_copy(device=...)``): a transfer on the GPU, not a host op."""
     device = kwargs.get("device")
@@ -446,7 +433,7 @@ class _DispatchCounter(TorchDispatchMode):
         finally:
             self.state.python.depth -= 1
         out = _cudnn_output_layout(name, args, out)
-        if name in _DEVICE_COPIES and not self.state.suppress and _copies_from_cpu(name, args, out):
+        if not self.state.suppress and copies_host_data(name, args, out):
             self.state.cpu_copies += 1
         if not self.state.suppress:
             self.state.record(name, args, kwargs, out)
@@ -495,7 +482,7 @@ class _FusedCounter(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in _HOST_DATA_FACTORIES and _made_from_host_data(func, args, kwargs):
+        if copies_python_data(func, args, kwargs):
             self.state.cpu_copies += 1
         if makes_host_data(func, args, kwargs):
             return self._host_factory(func, args, kwargs)
@@ -525,26 +512,6 @@ class _FusedCounter(TorchFunctionMode):
             self.state.suppress -= 1
         self.state.record(name, args, kwargs, out)
         return out
-
-
-_HOST_DATA_FACTORIES = (torch.tensor, torch.as_tensor)
-
-
-def _made_from_host_data(func, args: tuple, kwargs: dict) -> bool:
-    """``torch.tensor(data, device=d)`` (or ``as_tensor``) of Python data on a device other than the CPU: the
-    data is copied from pageable host memory, which a CUDA-graph capture refuses. Transformers' ``eager_mask``
-    does this (``torch.tensor(0.0, device=mask.device)``) only under capture: ConvBERT failed capture on the
-    H200 in blind round 14 with "Cannot copy between CPU and CUDA tensors during CUDA graph capture". A model
-    on the meta device stands for one on the GPU."""
-    data = args[0] if args else kwargs.get("data")
-    device = kwargs.get("device", args[2] if func is torch.as_tensor and len(args) > 2 else None)
-    if isinstance(data, torch.Tensor) or device is None or kwargs.get("pin_memory") or _empty(data):
-        return False   # empty data copies nothing (transformers' caches start as torch.tensor([], device=...))
-    return torch.device(device).type != "cpu"
-
-
-def _empty(data) -> bool:
-    return isinstance(data, (list, tuple)) and all(_empty(d) for d in data)
 
 
 _FLASH_MAX_HEAD_DIM = 256
