@@ -8,9 +8,11 @@
 
 Predictions are for the H200 SXM: datasheet defaults and the shipped calibration, CUDA graph and eager. Eager
 time depends on the host's speed, which a probe of the same machine measures (the time of a trivial operator
-launched eagerly, ``probe.overhead.eager_kernel_s``): the predict step writes eager predictions for a grid of
-such launch times, and the score step takes the grid point nearest the launch time measured in the same
-session, so nothing is predicted after the measurement. Error = (predicted - measured) / measured.
+launched eagerly, ``probe.overhead.eager_kernel_s``; from round 24 also the host time per module call of a
+stack of tiny layers, ``probe.overhead.module_call_s``): the predict step writes eager predictions for a grid
+of such probe values, and the score step takes the grid point nearest the probe measured in the same session
+(or right before each point), so nothing is predicted after the measurement. Error = (predicted - measured) /
+measured.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ HARDWARE = "h200-sxm"
 MODES = ("graph", "eager", "compiled")
 KEYS = tuple(f"{mode}_{label}" for mode in MODES for label in ("datasheet", "calibrated"))
 LAUNCH_GRID_US = [round(4.0 + 0.25 * i, 2) for i in range(53)]  # 4 .. 17 us
+MODULE_GRID_US = [round(8.0 + 0.5 * i, 1) for i in range(65)]   # 8 .. 40 us per module call
 
 
 def _perfs(hw):
@@ -33,14 +36,15 @@ def _perfs(hw):
 
     cal, source = calibration_for(hw)
     grid = {us: device_perf(hw, cal.model_copy(update={"kernel_eager_us": us}), source) for us in LAUNCH_GRID_US}
-    return device_perf(hw), device_perf(hw, cal, source), grid
+    modules = {us: device_perf(hw, cal.model_copy(update={"module_call_us": us}), source) for us in MODULE_GRID_US}
+    return device_perf(hw), device_perf(hw, cal, source), grid, modules
 
 
 def predict_cases(models: list[str], batches: list[int], dtype: str, compiled: bool = False) -> dict:
     from tops_advisor.api import ModelCosts, load_catalog, predict
 
     hw = load_catalog().get(HARDWARE)
-    plain, calibrated, grid = _perfs(hw)
+    plain, calibrated, grid, modules = _perfs(hw)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     rows = []
     for spec in models:
@@ -55,6 +59,8 @@ def predict_cases(models: list[str], batches: list[int], dtype: str, compiled: b
                     row[f"{mode}_{label}_s"] = predict(w, hw, mode=mode, perf=perf).latency_s
             row["eager_by_launch_us"] = {str(us): predict(counted["eager"], hw, mode="eager", perf=p).latency_s
                                          for us, p in grid.items()}
+            row["eager_by_module_us"] = {str(us): predict(counted["eager"], hw, mode="eager", perf=p).latency_s
+                                         for us, p in modules.items()}
             if compiled:
                 wc = costs.at(batch, dtype, mode="compiled")
                 for label, perf in (("datasheet", plain), ("calibrated", calibrated)):
@@ -93,17 +99,20 @@ def _nearest(grid: dict[str, float], launch_us: float) -> float:
     return grid[key]
 
 
-def point_launches(paths: list[str]) -> dict[tuple, float]:
-    """The launch probe taken right before each point (``measure_models.py --launch-out``), by (model, batch,
-    dtype): the host's speed when that point's eager time was measured."""
+def point_launches(paths: list[str], key: str = "kernel_eager_us") -> dict[tuple, float]:
+    """A probe taken right before each point (``measure_models.py --launch-out``), by (model, batch, dtype):
+    the host's speed when that point's eager time was measured. ``key``: the launch time or, from round 24,
+    the module-stack time (``module_call_us``)."""
     out = {}
     for path in paths:
         for p in json.loads(Path(path).read_text())["probes"]:
-            out[(p["model"], p["batch"], p["dtype"])] = p["kernel_eager_us"]
+            if p.get(key) is not None:
+                out[(p["model"], p["batch"], p["dtype"])] = p[key]
     return out
 
 
-def score(pred: dict, measured: dict, launch_us: float | None, per_point: dict | None = None) -> list[dict]:
+def score(pred: dict, measured: dict, launch_us: float | None, per_point: dict | None = None,
+          per_point_modules: dict | None = None) -> list[dict]:
     runs = {(r["model"], r["batch"], r["dtype"]): r for r in measured["runs"]}
     out = []
     for p in pred["rows"]:
@@ -121,12 +130,16 @@ def score(pred: dict, measured: dict, launch_us: float | None, per_point: dict |
         point = (per_point or {}).get((p["model"], p["batch"], p["dtype"]))
         if point is not None and m.get("eager_s"):
             row["eager_point_probed"] = (_nearest(p["eager_by_launch_us"], point) - m["eager_s"]) / m["eager_s"]
+        stack = (per_point_modules or {}).get((p["model"], p["batch"], p["dtype"]))
+        if stack is not None and m.get("eager_s") and "eager_by_module_us" in p:
+            row["eager_stack_probed"] = (_nearest(p["eager_by_module_us"], stack) - m["eager_s"]) / m["eager_s"]
         out.append(row)
     return out
 
 
 def summary(rows: list[dict]) -> dict:
-    keys = [k for k in (*KEYS, "eager_host_probed", "eager_point_probed") if any(k in r for r in rows)]
+    keys = [k for k in (*KEYS, "eager_host_probed", "eager_point_probed", "eager_stack_probed")
+            if any(k in r for r in rows)]
     res = {}
     for k in keys:
         errs = [abs(r[k]) for r in rows if k in r]
@@ -196,7 +209,8 @@ def main() -> int:
                         "the fastest launch probe: the host's undisturbed speed, as the probe predicts it")
     s.add_argument("--point-launch-files", nargs="+", metavar="JSON",
                    help="measure_models.py --launch-out files: score eager also against the probe taken right "
-                        "before each point (eager_point_probed)")
+                        "before each point (eager_point_probed) and, where the files carry the module-stack "
+                        "time (round 24 on), against the stack probe (eager_stack_probed)")
     s.add_argument("--markdown", action="store_true")
     s.add_argument("--write-band", metavar="PATH", help="add this round's compiled and AMP bands to PATH (the "
                                                           "shipped tops_advisor/data/accuracy_h200_blind.json)")
@@ -210,8 +224,9 @@ def main() -> int:
         return 0
     launch = launch_us(args.launch_files) if args.launch_files else args.kernel_eager_us
     per_point = point_launches(args.point_launch_files) if args.point_launch_files else None
+    modules = point_launches(args.point_launch_files, "module_call_us") if args.point_launch_files else None
     rows = score(json.loads(Path(args.predictions).read_text()), merged(args.measured, args.eager_best), launch,
-                 per_point)
+                 per_point, modules)
     summ = summary([r for r in rows if "graph_s" in r])
     if args.write_band:
         write_band(Path(args.write_band), rows, args.round)

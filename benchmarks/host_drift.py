@@ -16,22 +16,19 @@ import torch
 
 from tops_advisor.counting.sources import load_model
 from tops_advisor.probe.kit import CudaBackend
-from tops_advisor.probe.overhead import eager_kernel_s
+from tops_advisor.probe.overhead import eager_kernel_s, module_call_s
 from tops_advisor.validate.measure import cast_inputs, forward_fn, time_fn
 
 
-def probes(backend, stack, xs) -> dict:
-    """The trivial-kernel launch time (median of 3) and the per-module time of a tiny module stack, in us."""
+def probes(backend) -> dict:
+    """The trivial-kernel launch time (median of 3) and the per-module time of the probe's module stack, in
+    us (``probe.overhead.module_call_s``; rounds 15 and 23 ran the same stack written out here)."""
     launch = statistics.median(eager_kernel_s(backend) * 1e6 for _ in range(3))
-    with torch.inference_mode():
-        t = time_fn(lambda: stack(xs), 30, 5).median_s
-    return {"launch_us": launch, "stack_us_per_module": t * 1e6 / len(stack)}
+    return {"launch_us": launch, "stack_us_per_module": module_call_s(backend) * 1e6}
 
 
 def main(specs: list[str], passes: int, budget_s: float) -> list[dict]:
     backend = CudaBackend()
-    stack = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(64)]).cuda().half().eval()
-    xs = torch.randn(1, 8, device="cuda", dtype=torch.float16)
     models = {}
     for s in specs:
         mf = load_model(s)
@@ -42,7 +39,7 @@ def main(specs: list[str], passes: int, budget_s: float) -> list[dict]:
         for s, f in models.items():
             if time.time() - t0 > budget_s:
                 return out
-            pr = probes(backend, stack, xs)
+            pr = probes(backend)
             with torch.inference_mode():
                 e = time_fn(f, 20, 5).median_s
             out.append({"pass": p, "model": s, "eager_s": e, **pr})

@@ -70,7 +70,9 @@ def main() -> int:
                     print("time budget reached; stopping", file=sys.stderr)
                     break
                 if args.launch_out:
-                    probes.append({"model": path, "dtype": dtype, "batch": batch, "kernel_eager_us": launch_probe(3)["kernel_eager_us"]})
+                    now = launch_probe(3)
+                    probes.append({"model": path, "dtype": dtype, "batch": batch,
+                                   "kernel_eager_us": now["kernel_eager_us"], "module_call_us": now["module_call_us"]})
                     Path(args.launch_out).write_text(json.dumps({"probes": probes}, indent=1))
                 measure_batches(model_file, [batch], dtype, repeats=args.repeats, warmup=args.warmup,
                                 profile=batch == args.profile_batch, model_name=path, keep_going=True,

@@ -153,6 +153,7 @@ def test_cpu_probe_end_to_end(tmp_path):
     assert cal.backend == "cpu" and not cal.matched_catalog and cal.hardware.startswith("CPU ")
     assert set(cal.measured_tops) >= {"fp32"} and cal.memory_bandwidth_gb_s > 0
     assert cal.read_bandwidth_gb_s and cal.elementwise_bandwidth_gb_s and cal.kernel_eager_us
+    assert cal.module_call_us and cal.module_call_us > 0   # the module stack, in fp32 on the CPU
     assert cal.kernel_graph_us is None  # no CUDA graphs on the CPU
     # quick CPU grid: m in {1, 8, 64} x n=k in {256, 512}, fp32 -> 6 samples
     assert len(cal.gemm_samples) == 6 and {s.m for s in cal.gemm_samples} == {1, 8, 64}

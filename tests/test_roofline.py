@@ -196,6 +196,25 @@ def test_calibration_replaces_peaks_bandwidth_and_overheads():
     assert predict(w, HW, perf=perf).calibrated and not run(w).calibrated
 
 
+def test_a_module_stack_probe_scales_the_eager_host_cost_in_proportion():
+    """The module-stack time (probe.overhead.module_call_s) replaces the launch-time rule: twice the reference
+    stack time, twice the host cost per operator, whatever the launch probe said."""
+    ref = ROUND.eager_module_call_reference_s.value * 1e6
+    for eager_us in (None, 20.0):
+        cal = Calibration(hardware="toy-gpu", measured_tops={"fp16": 100.0}, memory_bandwidth_gb_s=1000.0,
+                          kernel_eager_us=eager_us, module_call_us=2 * ref)
+        perf = device_perf(HW, cal, "test", defaults=ROUND)
+        assert perf.eager_op_s == pytest.approx(2 * ROUND.eager_op_s.value)
+    slow = Calibration(hardware="toy-gpu", measured_tops={"fp16": 100.0}, memory_bandwidth_gb_s=1000.0,
+                       module_call_us=2 * ref)
+    fast = slow.model_copy(update={"module_call_us": ref})
+    tiny = Workload("tiny", 1, "fp16", tuple(OpRecord(f"op{i}", "elementwise", "", 0, 8, 8, 0, "fp16", 1)
+                                              for i in range(100)))
+    host_bound = [predict(tiny, HW, mode="eager", perf=device_perf(HW, c, "test", defaults=ROUND)).latency_s
+                  for c in (fast, slow)]
+    assert host_bound[1] == pytest.approx(2 * host_bound[0], rel=0.02)
+
+
 def test_fp32_convolution_runs_in_tf32_and_matmul_in_fp32_by_default():
     conv = one_op(1e12, 1e6, kind="conv", dtype="fp32")
     mm = one_op(1e12, 1e6, kind="matmul", dtype="fp32")

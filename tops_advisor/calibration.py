@@ -163,6 +163,9 @@ class Calibration(BaseModel):
         default=None, description="Per-kernel device time of a tiny kernel replayed in a CUDA graph.")
     kernel_eager_us: PositiveFloat | None = Field(
         default=None, description="Per-kernel time of a tiny kernel launched eagerly from this host.")
+    module_call_us: PositiveFloat | None = Field(
+        default=None, description="Host time per nn.Module call of a stack of tiny Linear layers, eagerly "
+                                  "(probe.overhead.module_call_s): scales the eager host cost.")
     gemm_samples: tuple[GemmSample, ...] = ()
     sustained: SustainedResult | None = None
     elementwise_bandwidth_gb_s: PositiveFloat | None = Field(

@@ -96,6 +96,7 @@ def probe_report(result: ProbeResult, catalog=None) -> dict[str, Any]:
         "precisions": precisions, "bandwidth": bandwidth,
         "kernel_eager_us": None if result.kernel_eager_s is None else result.kernel_eager_s * 1e6,
         "kernel_graph_us": None if result.kernel_graph_s is None else result.kernel_graph_s * 1e6,
+        "module_call_us": None if result.module_call_s is None else result.module_call_s * 1e6,
         "sustained": result.sustained.model_dump(exclude={"samples"}) if result.sustained else None,
         "warnings": probe_warnings(result, hw), "notes": list(result.notes),
     }

@@ -88,6 +88,7 @@ class ProbeResult:
     samples: list[GemmResult] = field(default_factory=list)
     bandwidth_gb_s: dict[str, float] = field(default_factory=dict)
     kernel_eager_s: float | None = None
+    module_call_s: float | None = None
     kernel_graph_s: float | None = None
     sustained: SustainedResult | None = None
     notes: list[str] = field(default_factory=list)
@@ -294,13 +295,15 @@ def _measure_kernel_cost(backend, plan: Plan, result: ProbeResult, say) -> None:
     from . import overhead
 
     result.kernel_eager_s = overhead.eager_kernel_s(backend, plan.launches)
+    result.module_call_s = overhead.module_call_s(backend)
     if backend.name == "cuda":
         try:
             result.kernel_graph_s = overhead.graph_kernel_s(backend)
         except RuntimeError as exc:
             result.notes.append(f"CUDA graph replay failed: {str(exc).splitlines()[0]}")
     graph = f", graph {result.kernel_graph_s * 1e6:.2f} us" if result.kernel_graph_s else ""
-    say(f"per kernel: eager {result.kernel_eager_s * 1e6:.2f} us{graph}")
+    say(f"per kernel: eager {result.kernel_eager_s * 1e6:.2f} us{graph}; per module call "
+        f"{result.module_call_s * 1e6:.1f} us")
 
 
 def _record_state_after_load(nvml, result: ProbeResult) -> None:
@@ -366,6 +369,7 @@ def build_calibration(result: ProbeResult) -> Calibration | None:
         elementwise_bandwidth_gb_s=bw.get("elementwise"), h2d_gb_s=bw.get("h2d"), d2h_gb_s=bw.get("d2h"),
         kernel_graph_us=None if result.kernel_graph_s is None else result.kernel_graph_s * 1e6,
         kernel_eager_us=None if result.kernel_eager_s is None else result.kernel_eager_s * 1e6,
+        module_call_us=None if result.module_call_s is None else result.module_call_s * 1e6,
         gemm_samples=tuple(GemmSample(precision=r.precision, m=r.m, n=r.n, k=r.k, batch=r.batch, tops=r.tops)
                            for r in result.samples),
         sustained=result.sustained,

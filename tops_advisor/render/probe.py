@@ -37,7 +37,8 @@ def render_probe(report: dict[str, Any], console) -> None:
                   fmt_optional(row["datasheet_gb_s"], "{:g}"), fmt_optional(None if frac is None else 100 * frac, "{:.0f}%"))
     console.print(b)
     console.print(f"Per-kernel cost: eager {fmt_optional(report['kernel_eager_us'], '{:.2f}')} us, "
-                  f"CUDA graph {fmt_optional(report['kernel_graph_us'], '{:.2f}')} us")
+                  f"CUDA graph {fmt_optional(report['kernel_graph_us'], '{:.2f}')} us; per module call "
+                  f"{fmt_optional(report.get('module_call_us'), '{:.1f}')} us")
     s = report["sustained"]
     if s:
         console.print(f"Sustained {s['precision']} for {s['seconds']:.0f} s: {s['tops_start']:.1f} -> "

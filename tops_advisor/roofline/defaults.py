@@ -128,6 +128,15 @@ class RooflineDefaults:
     # scales the floors, gap and eager operator cost by its own measurement over these.
     tiny_kernel_reference_s: Default = Default(0.87e-6, "H200 probe: trivial kernel replayed in a CUDA graph")
     eager_launch_reference_s: Default = Default(10.8e-6, "H200 probe: trivial operator launched eagerly")
+    # The host time per nn.Module call of the probe's stack of tiny Linear layers (probe.overhead.module_call_s)
+    # at which the eager host costs below hold. A probe that measures it scales them in proportion: the stack
+    # is module call + dispatcher + launch, what a model's eager time is made of. Derived, not fitted to a
+    # round: 88 eager batch-1 timings of 18 library models on the H200 machine, each beside a stack probe
+    # (benchmarks/host_drift.py; results/blind20 and blind28/host_drift.json, the host in its fast state at
+    # 16-17 us and its slow one at 25-28 us): measured / predicted-at-reference = stack time / 17.8 us at the
+    # median (per session: 21.0 us in round 15's, 16.5 us in round 23's; `benchmarks/host_stack_fit.py`).
+    eager_module_call_reference_s: Default = Default(17.8e-6, "H200 machine: 88 timings of 18 models beside "
+                                                               "the module-stack probe (host_drift.json)")
     # Idle time between back-to-back kernels in a CUDA graph replay. H200: (graph latency - summed kernel
     # time) / kernels = 0.6-0.9 us for forwards made of small kernels (19 models at batch 1 and 8).
     kernel_gap_s: Default = Default(0.75e-6, "H200 per-operator profiles: (graph latency - kernel time) / kernels")

@@ -154,7 +154,10 @@ def _calibrated_rates(hw: Hardware, cal: Calibration, d: RooflineDefaults) -> _R
         scale = cal.kernel_graph_us * 1e-6 / d.tiny_kernel_reference_s.value
         r.floor_s, r.gap_s = r.floor_s * scale, r.gap_s * scale
         r.kind_floor = {k: v * scale for k, v in r.kind_floor.items()}
-    if cal.kernel_eager_us:
+    if cal.module_call_us:
+        # the module stack measures what a model's eager host time is made of: scale in proportion
+        r.eager_s = r.eager_s * cal.module_call_us * 1e-6 / d.eager_module_call_reference_s.value
+    elif cal.kernel_eager_us:
         # a model's operator also pays nn.Module and Python overhead: scale, don't replace
         fixed = d.eager_host_fixed_share.value
         launch = cal.kernel_eager_us * 1e-6 / d.eager_launch_reference_s.value
