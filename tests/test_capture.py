@@ -220,9 +220,13 @@ def test_operators_on_host_data_launch_no_kernel(device):
     """On the meta device the draw is a real CPU tensor; through fake tensors (a model built on the CPU)
     every tensor reads as the CPU, so host data is known by where it was made."""
     model, x = DrawsOnTheHost().to(device), torch.randn(4, 16, device=device)
-    names = [o.name for o in count_module(model, x, "fp32").ops]
+    w = count_module(model, x, "fp32")
+    names = [o.name for o in w.ops]
     assert "aten.rand" not in names and "aten.arange" not in names
     assert "aten.addmm" in names and names.count("aten.add") == 1   # the device add, after the move
+    # moving the positions to the device copies pageable host memory: capture fails (XLNet's torch.eye(q).to(
+    # mask), counted through fake tensors, failed capture on the H200 in blind round 24)
+    assert _capture_fails(w)
 
 
 def test_a_host_read_of_host_data_does_not_fail_capture():

@@ -487,6 +487,8 @@ class _FusedCounter(TorchFunctionMode):
         if makes_host_data(func, args, kwargs):
             return self._host_factory(func, args, kwargs)
         if moves_to_device(func, args, kwargs):
+            if self.state.host_data.faked_copy(args):
+                self.state.cpu_copies += 1
             out = func(*args, **kwargs)
             self.state.host_data.unmark(_flat_tensors(out))
             return out

@@ -57,6 +57,18 @@ class HostData:
         for t in tensors:
             self._ids.discard(id(t))
 
+    def holds(self, t) -> bool:
+        return isinstance(t, torch.Tensor) and id(t) in self._ids
+
+    def faked_copy(self, args: tuple) -> bool:
+        """``to(device)`` of host data counted through fake tensors: a copy from pageable host memory that
+        the devices cannot show (every fake tensor reads as the CPU; on the meta device the copy's own
+        operator shows it). XLNet moves ``torch.eye(qlen)`` to its mask's device, and failed CUDA-graph
+        capture on the H200 in blind round 24."""
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        return bool(args) and isinstance(args[0], FakeTensor) and self.holds(args[0])
+
     def runs_on_host(self, ins: list[torch.Tensor]) -> bool:
         """An operator inside a device-less factory, or whose tensor inputs are all host data."""
         return bool(self.making) or (bool(ins) and all(id(t) in self._ids for t in ins))
