@@ -422,7 +422,7 @@ class _DispatchCounter(TorchDispatchMode):
         if self.state.host.handles(name):
             return self.state.host.answer(name, func, args, kwargs, on_host)
         if on_host:
-            return self._on_host(name, func, args, kwargs)
+            return self._on_host(func, args, kwargs)
         if self.state.casting():  # --dtype amp: autocast's casts
             args, kwargs = self.state.autocast.cast(name, args, kwargs, self.state.weight_key)
         from .meta_kernels import lookup as shape_function  # meta kernels that refuse dtypes the GPU runs
@@ -439,13 +439,10 @@ class _DispatchCounter(TorchDispatchMode):
             self.state.record(name, args, kwargs, out)
         return out
 
-
-    def _on_host(self, name: str, func, args: tuple, kwargs: dict):
-        """Run an operator on host data: no kernel; its outputs are host data too."""
+    def _on_host(self, func, args: tuple, kwargs: dict):
+        """Run an operator on host data: no kernel, nothing recorded; its outputs are host data too."""
         out = func(*args, **kwargs)
         self.state.host_data.mark(_flat_tensors(out))
-        if name not in ZERO_COST:
-            self.state.host_data.ops += 1
         return out
 
 

@@ -40,12 +40,11 @@ def makes_host_data(func, args: tuple, kwargs: dict) -> bool:
 
 
 class HostData:
-    """Ids of the host tensors alive in one counting run, and how many operators ran on them."""
+    """Ids of the host tensors alive in one counting run."""
 
     def __init__(self) -> None:
         self._ids: set[int] = set()
         self.making = 0          # inside a device-less factory call: its operators make host data
-        self.ops = 0             # operators that ran on host data only (not counted as kernels)
 
     def mark(self, tensors: list[torch.Tensor]) -> None:
         for t in tensors:
