@@ -47,7 +47,7 @@ from .conv_backend import depthwise_family
 from .fusion import FlowTracker
 from .handles import ZERO_COST, Cost, OpCall, TensorInfo, int_tuple, lookup
 from .host_copies import CPU_COPY_NOTE, copies_host_data, copies_python_data
-from .host_data import HostData, makes_host_data, moves_to_device
+from .host_data import HostData, copies_to_device, makes_host_data, moves_to_device
 from .host_reads import HostReads
 from .library_models import LibraryModel
 from .lowering import PYTORCH_CUDA, CountedOp, OpFacts, TensorFacts, lower
@@ -404,12 +404,6 @@ class _State:
                        conv_input_copy_bytes=copy)
 
 
-def _to_device(kwargs: dict) -> bool:
-    """A copy of host data to a device (``_to_copy(device=...)``): a transfer on the GPU, not a host op."""
-    device = kwargs.get("device")
-    return device is not None and torch.device(device).type != "cpu"
-
-
 class _DispatchCounter(TorchDispatchMode):
     def __init__(self, state: _State):
         super().__init__()
@@ -418,7 +412,7 @@ class _DispatchCounter(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = str(func.overloadpacket)
-        on_host = self.state.host_data.runs_on_host(_flat_tensors((args, kwargs))) and not _to_device(kwargs)
+        on_host = self.state.host_data.runs_on_host(_flat_tensors((args, kwargs))) and not copies_to_device(kwargs)
         if self.state.host.handles(name):
             return self.state.host.answer(name, func, args, kwargs, on_host)
         if on_host:

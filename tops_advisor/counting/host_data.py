@@ -30,6 +30,12 @@ def moves_to_device(func, args: tuple, kwargs: dict) -> bool:
     return any(isinstance(a, (torch.device, str, torch.Tensor)) for a in given)   # to(other): other's device
 
 
+def copies_to_device(kwargs: dict) -> bool:
+    """The ATen side of a move (``_to_copy(device=...)`` off the CPU): a transfer to the GPU, not a host op."""
+    device = kwargs.get("device")
+    return device is not None and torch.device(device).type != "cpu"
+
+
 def makes_host_data(func, args: tuple, kwargs: dict) -> bool:
     """A factory called with no device while no default device is set (the counter sets none)."""
     if func not in _FACTORIES or kwargs.get("device") is not None:
