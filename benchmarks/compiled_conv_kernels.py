@@ -48,8 +48,8 @@ def report(rec: dict, hw, perf) -> None:
     p = predict(w, hw, mode="compiled", perf=perf)
     convs = [(o, op) for o, op in zip(w.ops, p.ops, strict=True) if o.kind == "conv" and o.gemm.batch > 1]
     d = perf.defaults
-    dw = [c for c in convs if c[0].gemm.n <= d.depthwise_max_channels_per_group]
-    grouped = [c for c in convs if c[0].gemm.n > d.depthwise_max_channels_per_group]
+    dw = [c for c in convs if c[0].gemm.n <= d.depthwise_max_channels_per_group.value]
+    grouped = [c for c in convs if c[0].gemm.n > d.depthwise_max_channels_per_group.value]
     floor_s = perf.kind_floor_s["depthwise"]
     for label, ops, times in (("depthwise", dw, conv_kernels(rec["compiled_kernel_list"])[0]),
                               ("grouped", grouped, conv_kernels(rec["compiled_kernel_list"])[1])):

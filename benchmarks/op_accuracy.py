@@ -40,7 +40,7 @@ CONSISTENT = (0.5, 1.15)    # kernel sum / graph latency for a run to be used
 def op_class(op) -> str:
     """A finer label than the kind: what mechanism the predictor uses for it."""
     if op.kind == "conv" and op.gemm is not None:
-        if op.gemm.n <= DEFAULTS.depthwise_max_channels_per_group and op.gemm.batch > 1:
+        if op.gemm.n <= DEFAULTS.depthwise_max_channels_per_group.value and op.gemm.batch > 1:
             return "conv depthwise"
         if op.gemm.batch > 1:
             return "conv grouped"

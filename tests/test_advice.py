@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.conftest import make_hardware
 from tops_advisor.advice import advise
-from tops_advisor.roofline import predict
-from tops_advisor.roofline.defaults import DEFAULTS
+from tops_advisor.roofline import device_perf, predict
+from tops_advisor.roofline.defaults import DEFAULTS, Default
 from tops_advisor.workload import OpRecord, Workload
 
 HW = make_hardware()
@@ -29,15 +31,26 @@ def test_activation_bound_says_a_bigger_batch_will_not_help():
     assert "a bigger batch will not help" in text and "torch.compile" in text
 
 
+def _round_defaults():
+    """Round numbers for the host-bound case: 1 us floors, 0.5 us gaps, 8 us of host time per operator, 1000 GB/s
+    copies of which fp16 elementwise kernels reach 0.1."""
+    d = DEFAULTS
+    return replace(
+        d, kind_floor_s=Default({**d.kind_floor_s.value, "elementwise": 1e-6}, "test"),
+        kernel_gap_s=Default(0.5e-6, "test"), eager_op_s=Default(8e-6, "test"),
+        bandwidth_fraction=Default({k: Default(1.0, "test") for k in ("HBM", "GDDR", "LPDDR")}, "test"),
+        kind_bandwidth_factor_by_width=Default({"elementwise": {"16-bit": 0.1, "32-bit": 0.1}}, "test"))
+
+
 def test_eager_host_bound_suggests_cuda_graphs_with_the_graph_prediction():
     ops = tuple(OpRecord(f"op{i}", "elementwise", "", 10, 100, 100, 0, "fp16", 1) for i in range(500))
     w = Workload("tiny", 1, "fp16", ops)
-    eager, graph = predict(w, HW, mode="eager"), predict(w, HW, mode="graph")
+    perf = device_perf(HW, defaults=_round_defaults())
+    eager, graph = predict(w, HW, mode="eager", perf=perf), predict(w, HW, mode="graph", perf=perf)
     text = " ".join(advise(eager, HW, graph))
-    # graph: 500 x (1.2 us floor + 200 B at 620.5 GB/s + 0.75 us gap) = 975 us; eager: 500 x 11 us host
-    # (DEFAULTS.eager_op_s; no module calls) = 5.5 ms
-    assert DEFAULTS.eager_op_s.value == 11e-6
-    assert "replay as a CUDA graph" in text and "predicted 975 us instead of 5.5 ms" in text
+    # graph: 500 x (1 us floor + 200 B at 1000 GB/s x 0.1 = 2 ns + 0.5 us gap) = 751 us; eager: 500 x 8 us host
+    # (no module calls) = 4 ms, then the last operator's 1.502 us on the device: 4.0015 ms, "4 ms"
+    assert "replay as a CUDA graph" in text and "predicted 751 us instead of 4 ms" in text
 
 
 def test_does_not_fit_names_the_sizes():

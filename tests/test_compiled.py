@@ -3,7 +3,6 @@ generated code of the same patterns in timm models on an H200 (benchmarks/result
 ResNet-50's conv -> [bn + relu] and [bn + bn + add + relu] kernels, MobileNetV2's [bn + hardtanh + mean]
 persistent reduction, ViT's [add + layer_norm] kernels around the extern GEMMs."""
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -238,7 +237,9 @@ def test_channels_last_depthwise_and_grouped_convolutions_get_their_nhwc_rates()
     # H200 compiled traces (docs/compiled.md): cuDNN's NHWC depthwise kernels move their bytes at the copy
     # bandwidth and reach 0.23 of the vector rate (NCHW: 0.25 of the bandwidth, 0.17); grouped NHWC kernels
     # run 64-channel tiles of a block-diagonal weight
+    from tops_advisor.kinds import OpKind
     from tops_advisor.roofline import rates
+    from tops_advisor.roofline.arrays import OpArrays
     from tops_advisor.roofline.defaults import DEFAULTS as d
     from tops_advisor.roofline.device import device_perf
     from tops_advisor.workload import CHANNELS_LAST_FAMILY
@@ -247,16 +248,18 @@ def test_channels_last_depthwise_and_grouped_convolutions_get_their_nhwc_rates()
     assert {m for m, (o, _) in compiled.items() if o.family == CHANNELS_LAST_FAMILY} == {"dw", "grouped"}
     (o_e, dw_e), (o_c, dw_c) = eager["dw"], compiled["dw"]
     bandwidth = (o_c.bytes / dw_c.memory_s) / (o_e.bytes / dw_e.memory_s)
-    assert bandwidth == pytest.approx(d.kind_bandwidth_factor_by_width["copy"][0] / d.depthwise_bandwidth_factor)
+    assert bandwidth == pytest.approx(d.kind_bandwidth_factor_by_width.value["copy"]["16-bit"]
+                                         / d.depthwise_bandwidth_factor.value)
     arithmetic = (o_c.flops / dw_c.compute_s) / (o_e.flops / dw_e.compute_s)
-    assert arithmetic == pytest.approx(d.depthwise_channels_last_vector_factor[0] / d.depthwise_vector_factor[0])
+    assert arithmetic == pytest.approx(d.depthwise_channels_last_vector_factor.value["16-bit"]
+                                       / d.depthwise_vector_factor.value["16-bit"])
     # grouped, 4 channels per group: 16 groups per 64-channel tile, the layer's dense GEMM with K x 16, 1/16 kept
     o, grouped = compiled["grouped"]
     g = o.gemm
     assert (g.batch, g.n) == (64, 4)
     perf = device_perf(load_catalog().get("h200"))
-    dense = {"m": [g.m], "n": [g.n * g.batch], "k": [g.k * 16], "b": [1], "window": [1], "dtype": ["fp16"]}
-    dense_rate = rates.pointwise_conv_rate({k: np.array(v) for k, v in dense.items()}, perf, "fp16")[0]
+    dense = OpArrays.build(OpKind.CONV, "fp16", m=[g.m], n=[g.n * g.batch], k=[g.k * 16], groups=[1], window=[1])
+    dense_rate = rates.pointwise_conv_rate(dense, perf, "fp16")[0]
     assert o.flops / grouped.compute_s == pytest.approx(dense_rate / 16)
     assert grouped.compute_s < eager["grouped"][1].compute_s
 
@@ -283,10 +286,10 @@ def test_dilated_depthwise_channels_last_runs_cudnns_generic_grouped_kernel():
     p = predict(w, hw, mode="compiled")
     ops = {o.module: op for o, op in zip(w.ops, p.ops, strict=True) if o.kind == "conv"}
     ratio = (ops["dw"].flops / ops["dw"].compute_s) / (ops["dilated"].flops / ops["dilated"].compute_s)
-    assert ratio == pytest.approx(d.depthwise_channels_last_vector_factor[0]
+    assert ratio == pytest.approx(d.depthwise_channels_last_vector_factor.value["16-bit"]
                                   / d.depthwise_dilated_channels_last_vector_factor.value)
     # eager (NCHW): PyTorch sends the dilated one to its own depthwise kernel (the 32-bit share), the 3x3 to cuDNN
     e = count_module(DilatedDepthwise(), torch.randn(8, 64, 28, 28), "fp16", lowering=PYTORCH_CUDA)
     pe = {o.module: op for o, op in zip(e.ops, predict(e, hw, mode="graph").ops, strict=True) if o.kind == "conv"}
     assert pe["dilated"].compute_s / pe["dw"].compute_s == pytest.approx(
-        d.depthwise_vector_factor[0] / d.depthwise_vector_factor[1])
+        d.depthwise_vector_factor.value["16-bit"] / d.depthwise_vector_factor.value["32-bit"])

@@ -27,7 +27,7 @@ def test_fp16_accumulate_takes_the_faster_rate_where_the_card_has_one():
     # the FP16-accumulate rate (200 TOPS x its fraction), not the half-rate FP32-accumulate one
     assert fast.matrix_ops_per_s["fp16"] == perf.matrix_ops_per_s["fp16_fp16acc"]
     assert fast.matrix_ops_per_s["fp16"] > 1.5 * perf.matrix_ops_per_s["fp16"]
-    assert fast.defaults.attention_block_rows == 1.0
+    assert fast.defaults.attention_block_rows.value == 1.0
     plain = engine_perf(get_engine("llama.cpp"), device_perf(make_hardware()))  # no fp16_fp16acc peak
     assert plain.matrix_ops_per_s["fp16"] == device_perf(make_hardware()).matrix_ops_per_s["fp16"]
     assert engine_precision(get_engine("llama.cpp"), Precision("int4")).act == "fp16"

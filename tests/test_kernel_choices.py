@@ -5,20 +5,23 @@ tiles."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tests.conftest import make_hardware
 from tops_advisor.catalog import load_catalog
 from tops_advisor.counting import count_module
 from tops_advisor.counting.conv_backend import depthwise_family
 from tops_advisor.roofline import predict
-from tops_advisor.roofline.defaults import DEFAULTS
+from tops_advisor.roofline.arrays import op_arrays
+from tops_advisor.roofline.defaults import DEFAULTS, Default, GemmTile
 from tops_advisor.roofline.device import device_perf
-from tops_advisor.roofline.predict import _arrays
-from tops_advisor.roofline.rates import CLASSES, op_classes, padded_group_width, pointwise_conv_rate
+from tops_advisor.roofline.rates import CLASSES, op_classes, padded_group_width
 from tops_advisor.workload import NATIVE_DEPTHWISE_FAMILY
 
 NATIVE = NATIVE_DEPTHWISE_FAMILY
@@ -73,7 +76,7 @@ def test_native_depthwise_runs_at_the_32_bit_share_in_fp16():
     w = count_module(_Block(), torch.randn(32, 64, 28, 28), "fp16")
     p = {o.module: op for o, op in zip(w.ops, predict(w, hw, mode="graph").ops, strict=True) if o.kind == "conv"}
     assert p["dw_nchw"].compute_s / p["dw"].compute_s == pytest.approx(
-        d.depthwise_vector_factor[0] / d.depthwise_vector_factor[1])
+        d.depthwise_vector_factor.value["16-bit"] / d.depthwise_vector_factor.value["32-bit"])
 
 
 class _Pointwise(nn.Module):
@@ -103,10 +106,11 @@ def test_pointwise_convolutions_are_plain_gemms_only_with_an_aligned_plane(size,
     w = count_module(_Pointwise(), x, dtype)
     conv = [i for i, o in enumerate(w.ops) if o.kind == "conv"]
     assert w.ops[conv[0]].gemm.plane == size * size
-    a = _arrays(w)
+    a = op_arrays(w)
     if channels_last:   # eager keeps NCHW unless the input says otherwise: mark it as inductor would
-        a = {**a, "family": a["family"].astype("<U32")}
-        a["family"][conv[0]] = "channels_last"
+        family = a.family.astype("<U32")
+        family[conv[0]] = "channels_last"
+        a = replace(a, family=family)
     assert CLASSES[op_classes(a, DEFAULTS)[conv[0]]] == cls
 
 
@@ -180,8 +184,8 @@ def test_layer_norm_rows_cost_a_fixed_time_each():
                         if o is op).memory_s
     rows_64, rows_768 = 32 * 768 * 12, 32 * 768
     assert times[64] - times[768] == pytest.approx(
-        (rows_64 - rows_768) / hw.compute_units * d.layer_norm_row_s[0]
-        * d.layer_norm_reference_clock_mhz / (hw.boost_clock_mhz * hw.clock_scale), rel=1e-3)   # weights differ
+        (rows_64 - rows_768) / hw.compute_units * d.layer_norm_row_s.value["16-bit"]
+        * d.layer_norm_reference_clock_mhz.value / (hw.boost_clock_mhz * hw.clock_scale), rel=1e-3)   # weights differ
 
 
 class _Upsample(nn.Module):
@@ -239,7 +243,7 @@ def test_a_grouped_convolution_takes_its_four_kernel_floor():
         p = predict(w, hw, mode="graph").ops[op]
         floors[groups] = p.latency_s - max(p.compute_s, p.memory_s)   # floor + gap
     assert floors[4] - floors[1] == pytest.approx(
-        DEFAULTS.kind_floor_s["grouped_conv"] - DEFAULTS.kind_floor_s["conv"], rel=1e-6)
+        DEFAULTS.kind_floor_s.value["grouped_conv"] - DEFAULTS.kind_floor_s.value["conv"], rel=1e-6)
 
 
 def test_group_norm_rows_stream_one_element_per_clock_in_waves():
@@ -253,10 +257,10 @@ def test_group_norm_rows_stream_one_element_per_clock_in_waves():
         op = next(o for o in w.ops if o.name == "aten.native_group_norm")
         assert (op.gemm.m, op.gemm.n, op.kernels) == (batch * 32, 8 * 64 * 64, 3)
         p = next(p for o, p in zip(w.ops, predict(w, hw, mode="graph").ops, strict=True) if o is op)
-        bandwidth = device_perf(hw).bandwidth_bytes_per_s * d.norm_bandwidth_factor["group_norm"][0]
+        bandwidth = device_perf(hw).bandwidth_bytes_per_s * d.norm_bandwidth_factor.value["group_norm"]["16-bit"]
         times[batch] = p.memory_s - op.bytes / bandwidth
-    clock = d.layer_norm_reference_clock_mhz / (hw.boost_clock_mhz * hw.clock_scale)
-    assert times[1] == pytest.approx(8 * 64 * 64 * d.group_norm_element_s[0] * clock, rel=1e-6)
+    clock = d.layer_norm_reference_clock_mhz.value / (hw.boost_clock_mhz * hw.clock_scale)
+    assert times[1] == pytest.approx(8 * 64 * 64 * d.group_norm_element_s.value["16-bit"] * clock, rel=1e-6)
     assert times[32] == pytest.approx(1024 / hw.compute_units * times[1], rel=1e-6)
 
 
@@ -289,13 +293,21 @@ def test_a_thin_input_convolution_in_tf32_runs_on_the_cuda_cores():
 def test_a_misaligned_pointwise_convolution_pays_its_layout_conversions():
     """At a 7x7 plane (98 bytes in fp16) cuDNN converts input and output between NCHW and NHWC around the GEMM:
     the time is the GEMM's plus two permuted copies at the strided-copy share of the bandwidth."""
-    hw = load_catalog().get("h200")
-    perf = device_perf(hw)
+    hw = make_hardware(compute_units=25)   # 100 TOPS fp16, 1000 GB/s HBM3
+    one_tile = replace(
+        DEFAULTS, matmul_fraction=Default({"NVIDIA": Default(0.5, "test")}, "test"),
+        bandwidth_fraction=Default({k: Default(0.5, "test") for k in ("HBM", "GDDR", "LPDDR")}, "test"),
+        gemm_tiles=Default((GemmTile(128, 128, 1.0),), "test"), gemm_k_half=Default(0.0, "test"),
+        strided_kind_bandwidth_factor=Default({"copy": 0.4}, "test"))
     w = count_module(_Pointwise(), torch.randn(64, 64, 7, 7), "fp16")
     i = next(i for i, o in enumerate(w.ops) if o.kind == "conv")
-    op, p = w.ops[i], predict(w, hw, mode="graph").ops[i]
-    m, n, k = op.gemm.m, op.gemm.n, op.gemm.k
-    a = {key: v[i:i + 1] for key, v in _arrays(w).items()}
-    gemm_s = op.flops / pointwise_conv_rate(a, perf, "fp16")[0]
-    copies_s = 2 * m * (k + n) * 2 / (perf.bandwidth_bytes_per_s * DEFAULTS.strided_kind_bandwidth_factor["copy"])
-    assert p.compute_s == pytest.approx(gemm_s + copies_s, rel=1e-6)
+    op = w.ops[i]
+    p = predict(w, hw, mode="graph", perf=device_perf(hw, defaults=one_tile)).ops[i]
+    assert (op.gemm.m, op.gemm.n, op.gemm.k, op.flops) == (64 * 7 * 7, 128, 64, 2 * 3136 * 128 * 64)
+    # the GEMM: 3136 x 128 in 128 x 128 tiles = 25 tiles (3200 rows, padding 3136 / 3200 = 0.98), one wave on
+    # 25 units, no K ramp: 100 TOPS x 0.5 x 0.98 = 49 TFLOPS; 2 x 3136 x 128 x 64 / 49e12 = 1.048576 us
+    gemm_s = 1.048576e-6
+    # two permuted copies, each read and written: 2 x 3136 x (64 + 128) x 2 bytes = 2,408,448 B at 1000 GB/s x
+    # 0.5 x 0.4 = 200 GB/s: 12.04224 us
+    copies_s = 12.04224e-6
+    assert p.compute_s == pytest.approx(gemm_s + copies_s, rel=1e-9)

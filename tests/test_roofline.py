@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,7 +17,9 @@ from tests.conftest import make_hardware
 from tops_advisor.calibration import Calibration
 from tops_advisor.catalog import load_catalog
 from tops_advisor.errors import InputError, UnsupportedPrecisionError
+from tops_advisor.kinds import OpKind
 from tops_advisor.roofline import device_perf, predict
+from tops_advisor.roofline.arrays import OpArrays
 from tops_advisor.roofline.defaults import DEFAULTS, Default, RooflineDefaults
 from tops_advisor.roofline.device import bandwidth_fraction
 from tops_advisor.roofline.efficiency import attention_efficiency, gemm_efficiency
@@ -28,21 +29,33 @@ from tops_advisor.workload import OP_KINDS, GemmShape, OpRecord, Workload
 HW = make_hardware()  # 100 TOPS fp16, 50 tf32, 10 fp32; 1000 GB/s; 100 units
 
 _KINDS = {k: 0.5 for k in OP_KINDS}
+
+
+def t(value):
+    """A round-number default for these tests."""
+    return Default(value, "test")
+
+
+def widths(bits16, bits32):
+    return {"16-bit": bits16, "32-bit": bits32}
+
+
 ROUND = replace(
     DEFAULTS,
-    matmul_fraction={"NVIDIA": Default(0.5, "test")}, bandwidth_fraction={k: Default(0.5, "test") for k in
-                                                                          ("HBM", "GDDR", "LPDDR")},
-    vector_fraction=Default(0.5, "test"), kernel_gap_s=Default(1e-6, "test"),
-    kind_floor_s={**{k: 1e-6 for k in OP_KINDS}, "matmul": 2e-6, "conv": 4e-6, "depthwise": 3e-6,
-                  "batch_norm_cudnn": 0.5e-6},
-    kernel_floor_s=Default(1e-6, "test"), eager_op_s=Default(10e-6, "test"),
-    eager_functional_op_s=Default(5e-6, "test"), eager_extra_kernel_s=Default(2e-6, "test"),
-    eager_no_kernel_op_s=Default(1e-6, "test"), conv_factor=Default(0.5, "test"),
-    conv_tf32_factor=Default(0.25, "test"), conv_intensity_scaling=False, attention_factor=Default(0.5, "test"),
-    kind_bandwidth_factor={**_KINDS, "matmul": 1.0}, kind_bandwidth_factor_by_width={"elementwise": (0.5, 1.0)},
-    norm_bandwidth_factor={"batch_norm": (0.25, 0.125)}, strided_kind_bandwidth_factor={"elementwise": 0.1},
-    strided_bandwidth_factor=0.2, depthwise_bandwidth_factor=0.25, depthwise_vector_factor=(0.2, 0.1),
-    depthwise_1d_vector_factor=(0.4, 0.1), runtime_memory_bytes=Default(1e9, "test"))
+    matmul_fraction=t({"NVIDIA": t(0.5)}), bandwidth_fraction=t({k: t(0.5) for k in ("HBM", "GDDR", "LPDDR")}),
+    vector_fraction=t(0.5), kernel_gap_s=t(1e-6),
+    kind_floor_s=t({**{k: 1e-6 for k in OP_KINDS}, "matmul": 2e-6, "conv": 4e-6, "depthwise": 3e-6,
+                    "batch_norm_cudnn": 0.5e-6}),
+    kernel_floor_s=t(1e-6), eager_op_s=t(10e-6),
+    eager_functional_op_s=t(5e-6), eager_extra_kernel_s=t(2e-6),
+    eager_no_kernel_op_s=t(1e-6), conv_factor=t(0.5),
+    conv_tf32_factor=t(0.25), conv_intensity_scaling=t(False), attention_factor=t(0.5),
+    kind_bandwidth_factor=t({**_KINDS, "matmul": 1.0}),
+    kind_bandwidth_factor_by_width=t({"elementwise": widths(0.5, 1.0)}),
+    norm_bandwidth_factor=t({"batch_norm": widths(0.25, 0.125)}),
+    strided_kind_bandwidth_factor=t({"elementwise": 0.1}),
+    strided_bandwidth_factor=t(0.2), depthwise_bandwidth_factor=t(0.25), depthwise_vector_factor=t(widths(0.2, 0.1)),
+    depthwise_1d_vector_factor=t(widths(0.4, 0.1)), runtime_memory_bytes=t(1e9))
 PERF = device_perf(HW, defaults=ROUND)
 # 50 TOPS fp16 GEMMs, 500 GB/s, 2.5 TOPS of vector work (0.5 x the 10 TOPS fp32 peak)
 
@@ -304,7 +317,7 @@ def test_misaligned_matmul_is_slower():
     aligned = one_op(2 * 4096 * 50264 * 768, 1e6, gemm=GemmShape(4096, 50264, 768))
     odd = one_op(2 * 4096 * 50257 * 768, 1e6, gemm=GemmShape(4096, 50257, 768))
     ratio = run(odd).ops[0].compute_s / run(aligned).ops[0].compute_s
-    assert ratio == pytest.approx(1 / ROUND.gemm_alignment[2.0], rel=0.01)
+    assert ratio == pytest.approx(1 / ROUND.gemm_alignment.value[2.0], rel=0.01)
 
 
 def test_attention_runs_the_next_compiled_head_dim():
@@ -400,13 +413,13 @@ def test_conv_factor_follows_operations_per_byte_through_two_reference_points():
     # gets 1.2 / 1.5 = 0.8, its TF32 path (25 TOPS: 25 flop/B) 1.2 / 1.25; plain FP32 (SIMT) convolutions
     # take their own factor, whatever the intensity
     d = replace(DEFAULTS, conv_factor=Default(0.4, "test"), conv_tf32_factor=Default(0.6, "test"),
-                conv_reference_intensity={"fp16": Default(200.0, "test"), "tf32": Default(100.0, "test")},
+                conv_reference_intensity=t({"fp16": t(200.0), "tf32": t(100.0)}),
                 conv_simt_factor=Default(0.9, "test"))
     hw = make_hardware(dense_tops={"fp32": 10, "tf32": 25, "fp16": 50})
     assert conv_factor(hw, "fp16", d) == pytest.approx(0.8)
     assert conv_factor(hw, "tf32", d) == pytest.approx(1.2 / 1.25)
     assert conv_factor(hw, "fp32", d) == pytest.approx(0.9)
-    assert conv_factor(hw, "fp16", replace(d, conv_intensity_scaling=False)) == pytest.approx(0.4)
+    assert conv_factor(hw, "fp16", replace(d, conv_intensity_scaling=t(False))) == pytest.approx(0.4)
 
 
 def test_shipped_conv_factors_reproduce_the_h200_measurements():
@@ -420,8 +433,8 @@ def test_shipped_conv_factors_reproduce_the_h200_measurements():
 
 def test_bandwidth_fraction_rules_match_architecture_and_memory_type():
     rule = Default(0.9, "test")
-    d = replace(DEFAULTS, bandwidth_fraction_rules=(("Volta", "HBM2", Default(0.7, "test")), (None, "GDDR6X", rule)),
-                bandwidth_fraction={k: Default(0.5, "test") for k in ("HBM", "GDDR", "LPDDR")})
+    d = replace(DEFAULTS, bandwidth_fraction_rules=t((("Volta", "HBM2", t(0.7)), (None, "GDDR6X", rule))),
+                bandwidth_fraction=t({k: t(0.5) for k in ("HBM", "GDDR", "LPDDR")}))
     assert bandwidth_fraction(make_hardware(architecture="Volta", memory_type="HBM2"), d).value == 0.7
     assert bandwidth_fraction(make_hardware(architecture="Ampere", memory_type="HBM2e"), d).value == 0.5
     assert bandwidth_fraction(make_hardware(memory_type="GDDR6X"), d) is rule
@@ -443,7 +456,7 @@ def test_hopper_attention_pays_whole_tiles_in_waves():
     perf = device_perf(hw, defaults=d)  # 50 TOPS fp16 GEMMs: 0.5 TOPS per SM; 16e9 exponentials/s per SM
 
     def seconds(L, hd, bh):
-        a = {k: np.array([float(v)]) for k, v in (("m", L), ("n", L), ("k", hd), ("b", bh))}
+        a = OpArrays.build(OpKind.ATTENTION, "fp16", m=[L], n=[L], k=[hd], batch_heads=[bh])
         return float(4.0 * L * L * hd * bh / tiled_attention_rate(a, perf, "fp16")[0])
 
     tile_64 = 128 * 128 * 64 * 4 / 0.5e12 + 128 * 128 / 16e9        # head dims up to 64 run the 64 kernel
@@ -455,7 +468,7 @@ def test_hopper_attention_pays_whole_tiles_in_waves():
     assert seconds(16, 36, 100) == pytest.approx(1e-6 + fa2)
     from tops_advisor.roofline.rates import attention_rate
 
-    a = {k: np.array([float(v)]) for k, v in (("m", 16), ("n", 16), ("k", 32), ("b", 100))}
+    a = OpArrays.build(OpKind.ATTENTION, "fp16", m=[16], n=[16], k=[32], batch_heads=[100])
     assert attention_rate(a, perf, "fp16")[0] == tiled_attention_rate(a, perf, "fp16")[0]
     other = device_perf(make_hardware(boost_clock_mhz=1000, compute_units=100, citations=hw.citations),
                         defaults=d)  # not Hopper: FlashAttention-2's efficiency model, not re-measured
@@ -474,7 +487,7 @@ def test_nchw_bilinear_upsampling_loops_over_batch_and_channels():
         def forward(self, x):
             return F.interpolate(x, size=(20, 20), mode="bilinear")
 
-    d = replace(ROUND, bilinear_iteration_s=Default(100e-9, "test"), resident_threads_per_unit=2.0)
+    d = replace(ROUND, bilinear_iteration_s=Default(100e-9, "test"), resident_threads_per_unit=t(2.0))
     perf = device_perf(HW, defaults=d)   # 100 units x 2 threads: 200 positions per wave
     nchw = count_module(Up(), (torch.empty(4, 8, 10, 10, device="meta"),), "fp16")
     op = nchw.ops[0]
@@ -490,7 +503,7 @@ def test_thin_input_convolution_runs_at_the_cuda_core_rate():
     """A 3-channel fp16 stem convolution cannot use tensor-core tiles: on an architecture where this was
     measured its rate is a share of the FP32 CUDA-core peak (10 TFLOPS here), not of the fp16 tensor peak; an
     8-channel one keeps the tensor rate, and so does any convolution on an architecture not measured."""
-    perf = device_perf(HW, defaults=replace(ROUND, thin_conv_architectures=("Toy",)))
+    perf = device_perf(HW, defaults=replace(ROUND, thin_conv_architectures=t(("Toy",))))
 
     def conv(n: int, cin: int, window: int, stride: int = 1):
         w = one_op(1e11, 1e3, kind="conv", gemm=GemmShape(64 * 112 * 112, n, cin * window, 1, window=window,
@@ -512,7 +525,7 @@ def test_thin_input_convolution_channels_last_runs_cudnns_indexed_kernel():
     the datasheet fp16 peak (100 TFLOPS here) with the same K / (K + K0) term and a 32-output tile, so 16
     outputs run at half the rate of 32; the ResNet stem has its own channels-last factor."""
     from tops_advisor.workload import CHANNELS_LAST_FAMILY
-    perf = device_perf(HW, defaults=replace(ROUND, thin_conv_architectures=("Toy",)))
+    perf = device_perf(HW, defaults=replace(ROUND, thin_conv_architectures=t(("Toy",))))
 
     def conv(n: int, cin: int, window: int, stride: int = 1, family: str = CHANNELS_LAST_FAMILY):
         w = one_op(1e11, 1e3, kind="conv", family=family,
@@ -530,7 +543,7 @@ def test_thin_input_convolution_channels_last_runs_cudnns_indexed_kernel():
 
 def test_matmul_fraction_per_architecture_and_precision_comes_first():
     # Toy architecture: fp16 at 0.25 of its 100 TOPS, the others at the vendor's 0.5
-    d = replace(ROUND, matmul_fraction_by_architecture_precision={("Toy", "fp16"): Default(0.25, "test")})
+    d = replace(ROUND, matmul_fraction_by_architecture_precision=t({("Toy", "fp16"): t(0.25)}))
     perf = device_perf(HW, defaults=d)
     assert perf.matrix_ops_per_s["fp16"] == pytest.approx(25e12)
     assert perf.matrix_ops_per_s["fp32"] == pytest.approx(5e12)
@@ -544,7 +557,7 @@ def test_simt_convolutions_ramp_over_k_in_time_not_in_k():
     from tops_advisor.roofline.rates import simt_conv_k_half
 
     hw = make_hardware(dense_tops={"fp32": 10, "fp16": 100})   # no TF32: fp32 convolutions run on SIMT units
-    d = replace(ROUND, gemm_k_half=48.0, gemm_k_half_reference_tile=(128.0, 256.0),
+    d = replace(ROUND, gemm_k_half=t(48.0), gemm_k_half_reference_tile=t({"rows": 128.0, "cols": 256.0}),
                 gemm_k_half_reference_rate_per_unit=Default(8e11, "test"))
     perf = device_perf(hw, defaults=d)
     # fixed time 48 x 2 x 128 x 256 / 8e11 = 3.93 us; SIMT step 2 x 128 x 128 / (5 TOPS / 100 units) = 0.655 us

@@ -141,7 +141,8 @@ def engine_perf(profile: EngineProfile, perf):
         matrix["fp16"] = matrix["fp16_fp16acc"]
     defaults = perf.defaults
     if profile.decode_attention_rows is not None:
-        defaults = replace(defaults, attention_block_rows=profile.decode_attention_rows)
+        rows = replace(defaults.attention_block_rows, value=profile.decode_attention_rows)
+        defaults = replace(defaults, attention_block_rows=rows)
     return replace(perf, matrix_ops_per_s=matrix, defaults=defaults)
 
 

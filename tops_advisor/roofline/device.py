@@ -43,8 +43,8 @@ class DevicePerf:
 
 def matmul_fraction(hw: Hardware, d: RooflineDefaults):
     """The MAMF default for this card: its architecture's, else its vendor's, else the generic one."""
-    by_arch = d.matmul_fraction_by_architecture.get(hw.architecture)
-    return by_arch or d.matmul_fraction.get(hw.vendor.upper(), d.matmul_fraction_other)
+    by_arch = d.matmul_fraction_by_architecture.value.get(hw.architecture)
+    return by_arch or d.matmul_fraction.value.get(hw.vendor.upper(), d.matmul_fraction_other)
 
 
 _FP16_ACCUMULATE = {"fp16": "fp16_fp16acc", "bf16": "fp16_fp16acc", "fp8": "fp8_fp16acc"}
@@ -60,17 +60,18 @@ def half_rate(hw: Hardware, precision: str) -> bool:
 def shared_int32_fp32(hw: Hardware, d: RooflineDefaults) -> bool:
     """True where half the FP32 lanes are shared with INT32 (GA10x, AD10x, GB20x): 128 FP32 lanes per SM,
     from the FP32 peak, SMs and boost clock, on an architecture in ``shared_int32_fp32_architectures``."""
-    if hw.architecture not in d.shared_int32_fp32_architectures or not hw.compute_units or not hw.boost_clock_mhz:
+    if hw.architecture not in d.shared_int32_fp32_architectures.value or not hw.compute_units or not hw.boost_clock_mhz:
         return False
     lanes = hw.dense_tops["fp32"] * 1e12 / (2.0 * hw.compute_units * hw.boost_clock_mhz * 1e6)
-    return abs(lanes - d.shared_int32_fp32_lanes_per_unit) < 0.05 * d.shared_int32_fp32_lanes_per_unit
+    per_unit = d.shared_int32_fp32_lanes_per_unit.value
+    return abs(lanes - per_unit) < 0.05 * per_unit
 
 
 def precision_fraction(hw: Hardware, precision: str, d: RooflineDefaults):
     """The large-GEMM fraction of one precision's peak: a measurement of this architecture and precision,
     else the shared-INT32 FP32 or half-rate GeForce tensor fraction where the card has that datapath, else
     the card's MAMF default (``matmul_fraction``)."""
-    measured = d.matmul_fraction_by_architecture_precision.get((hw.architecture, precision))
+    measured = d.matmul_fraction_by_architecture_precision.value.get((hw.architecture, precision))
     if measured is not None:
         return measured
     if precision == "fp32" and shared_int32_fp32(hw, d):
@@ -84,10 +85,10 @@ def bandwidth_fraction(hw: Hardware, d: RooflineDefaults):
     """The copy-bandwidth default for this card: the first (architecture, memory type) rule that matches,
     else its memory family's."""
     memory = hw.memory_type.upper()
-    for architecture, prefix, value in d.bandwidth_fraction_rules:
+    for architecture, prefix, value in d.bandwidth_fraction_rules.value:
         if (architecture is None or architecture == hw.architecture) and memory.startswith(prefix.upper()):
             return value
-    return d.bandwidth_fraction[_memory_family(hw.memory_type)]
+    return d.bandwidth_fraction.value[_memory_family(hw.memory_type)]
 
 
 def _memory_family(memory_type: str) -> str:
@@ -127,7 +128,7 @@ def _datasheet_rates(hw: Hardware, d: RooflineDefaults) -> _Rates:
     return _Rates(
         matrix={p: t * 1e12 * by_precision[p].value * clock for p, t in hw.dense_tops.items()},
         bandwidth=hw.memory_bandwidth_bytes_per_s * bw.value, floor_s=d.kernel_floor_s.value,
-        gap_s=d.kernel_gap_s.value, eager_s=d.eager_op_s.value, kind_floor=dict(d.kind_floor_s), notes=notes)
+        gap_s=d.kernel_gap_s.value, eager_s=d.eager_op_s.value, kind_floor=dict(d.kind_floor_s.value), notes=notes)
 
 
 def _calibrated_rates(hw: Hardware, cal: Calibration, d: RooflineDefaults) -> _Rates:

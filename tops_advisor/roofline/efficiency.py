@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .defaults import DEFAULTS, RooflineDefaults
+from .defaults import DEFAULTS, GemmTile, RooflineDefaults
 
 
 def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, units: int,
                     max_split_k: np.ndarray | float = 4.0, element_bytes: np.ndarray | float = 2.0,
-                    tiles: tuple[tuple[int, int, float], ...] | None = None,
+                    tiles: tuple[GemmTile, ...] | None = None,
                     defaults: RooflineDefaults = DEFAULTS) -> np.ndarray:
     """Fraction (0..1] of the large-GEMM rate reached by ``batch`` x (m x k)(k x n) products.
 
@@ -23,7 +23,7 @@ def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarr
     get 1.0. ``tiles``: the tile set (default: ``defaults.gemm_tiles``).
     """
     d = defaults
-    tiles = d.gemm_tiles if tiles is None else tiles
+    tiles = d.gemm_tiles.value if tiles is None else tiles
     m = np.asarray(m, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     k = np.asarray(k, dtype=np.float64)
@@ -37,22 +37,22 @@ def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarr
         padding = (ms * ns) / (tiles_m * tm * tiles_n * tn)
         # split K when there are too few tiles to fill the machine (each split keeps split_k_min_depth of K)
         split = np.clip(np.floor(units / count), 1.0,
-                        np.minimum(np.maximum(np.floor(ks / d.split_k_min_depth), 1.0), max_split_k))
+                        np.minimum(np.maximum(np.floor(ks / d.split_k_min_depth.value), 1.0), max_split_k))
         work = count * split
         waves = np.ceil(work / units)
         occupancy = work / (waves * units)
         eff = quality * padding * occupancy
-        if tm <= d.skinny_tile_rows:
+        if tm <= d.skinny_tile_rows.value:
             # GEMV-like kernels stream the weights for a handful of rows; with more rows a library tiles
-            eff = np.where(ms <= d.skinny_max_rows, eff, 0.0)
+            eff = np.where(ms <= d.skinny_max_rows.value, eff, 0.0)
         best = np.maximum(best, eff)
-    ramp = ks / (ks + d.gemm_k_half)
-    aligned = alignment_factor(ns, ks, element_bytes, d.gemm_alignment)
+    ramp = ks / (ks + d.gemm_k_half.value)
+    aligned = alignment_factor(ns, ks, element_bytes, d.gemm_alignment.value)
     return np.where(known, np.clip(best * ramp * aligned, 1e-4, 1.0), 1.0)
 
 
 def alignment_factor(n: np.ndarray, k: np.ndarray, element_bytes: np.ndarray | float,
-                     table: dict[float, float] = DEFAULTS.gemm_alignment) -> np.ndarray:
+                     table: dict[float, float] = DEFAULTS.gemm_alignment.value) -> np.ndarray:
     """Penalty for rows not aligned to 16 bytes (the vector width tensor-core kernels load with).
 
     The largest power-of-two byte alignment common to n and k picks the factor from ``table``.
@@ -72,7 +72,7 @@ def alignment_factor(n: np.ndarray, k: np.ndarray, element_bytes: np.ndarray | f
 
 
 def attention_efficiency(q_len: np.ndarray, kv_len: np.ndarray, heads: np.ndarray, units: int,
-                         block_rows: float = 128.0, k_half: float = DEFAULTS.gemm_k_half) -> np.ndarray:
+                         block_rows: float = 128.0, k_half: float = DEFAULTS.gemm_k_half.value) -> np.ndarray:
     """Fraction (0..1] of the attention rate a fused kernel reaches (FlashAttention, PyTorch's
     memory-efficient kernel): each thread block owns ``block_rows`` queries of one head and loops over all the
     keys, so the parallel work is ceil(q_len / block_rows) x heads blocks, run in waves; the loop's prologue and

@@ -9,26 +9,25 @@ latency is when the last kernel ends (the host can be the bottleneck at small ba
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 
 from ..calibration import Calibration
 from ..catalog import Hardware
 from ..errors import InputError
+from ..kinds import Bound, Lowering, Mode, OpKind
 from ..units import BYTES_PER_ELEMENT
-from ..workload import OP_KINDS, Workload
+from ..workload import Workload
 from . import rates
+from .arrays import OpArrays, op_arrays
 from .device import DevicePerf, device_perf
 
-Mode = Literal["graph", "eager", "compiled"]
-MODES = ("graph", "eager", "compiled")
-# ``compiled`` predicts the kernels torch.compile runs (counted with counting/lowering.py's INDUCTOR_CUDA
-# lowering, named here without importing the counter), replayed as a CUDA graph.
-COMPILED_LOWERING = "inductor-cuda"
-BOUNDS = ("compute", "memory", "overhead")
+MODES: tuple[Mode, ...] = tuple(Mode)   # ``Mode`` and ``MODES`` stay importable from here
+# ``compiled`` predicts the kernels torch.compile runs (a workload counted with the inductor lowering),
+# replayed as a CUDA graph.
+COMPILED_LOWERING = Lowering.INDUCTOR_CUDA
+BOUNDS = (Bound.COMPUTE, Bound.MEMORY, Bound.OVERHEAD)   # index = _DeviceTimes.bound
 
 
 @dataclass(frozen=True)
@@ -133,65 +132,31 @@ class Prediction:
         return d
 
 
-# --- workload arrays, computed once per workload ---------------------------------------------------------
-_ARRAYS: dict[int, tuple[weakref.ref, dict]] = {}
+_arrays = op_arrays   # the workload's OpArrays, cached (arrays.op_arrays)
 
 
-def _arrays(w: Workload) -> dict:
-    hit = _ARRAYS.get(id(w))
-    if hit is not None and hit[0]() is w:
-        return hit[1]
-    ops = w.ops
-    kind_index = {k: i for i, k in enumerate(OP_KINDS)}
-    a = {
-        "flops": np.array([o.flops for o in ops], dtype=np.float64),
-        "bytes": np.array([o.bytes_read + o.bytes_written for o in ops], dtype=np.float64),
-        "kernels": np.array([o.kernels for o in ops], dtype=np.float64),
-        "strided": np.array([o.strided for o in ops], dtype=bool),
-        "internal": np.array([o.internal for o in ops], dtype=bool),
-        "kind": np.array([kind_index.get(o.kind, kind_index["other"]) for o in ops], dtype=np.int64),
-        "dtype": np.array([o.dtype for o in ops]),
-        "m": np.array([o.gemm.m if o.gemm else 0 for o in ops], dtype=np.float64),
-        "n": np.array([o.gemm.n if o.gemm else 0 for o in ops], dtype=np.float64),
-        "k": np.array([o.gemm.k if o.gemm else 0 for o in ops], dtype=np.float64),
-        "b": np.array([o.gemm.batch if o.gemm else 0 for o in ops], dtype=np.float64),
-        "window": np.array([o.gemm.window if o.gemm else 1 for o in ops], dtype=np.float64),
-        "spatial": np.array([o.gemm.spatial_dims if o.gemm else 0 for o in ops], dtype=np.float64),
-        "stride": np.array([o.gemm.stride if o.gemm else 1 for o in ops], dtype=np.float64),
-        "dilation": np.array([o.gemm.dilation if o.gemm else 1 for o in ops], dtype=np.float64),
-        "plane": np.array([o.gemm.plane if o.gemm else 0 for o in ops], dtype=np.float64),
-        "family": np.array([o.family for o in ops]),
-    }
-    _ARRAYS[id(w)] = (weakref.ref(w), a)
-    if len(_ARRAYS) > 256:
-        for key in [k for k, (ref, _) in _ARRAYS.items() if ref() is None]:
-            del _ARRAYS[key]
-    return a
-
-
-def _gemm_sample_correction(a: dict, perf: DevicePerf, precision: np.ndarray, compute: np.ndarray,
+def _gemm_sample_correction(a: OpArrays, perf: DevicePerf, precision: np.ndarray, compute: np.ndarray,
                             memory: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """With a calibration: scale each matmul's time by measured / modelled time of the nearest probed GEMM
     (nearest in log2 of m, n and k x batch, same precision), clipped to ``gemm_sample_clip`` either way."""
     d = perf.defaults
     compute, memory = compute.copy(), memory.copy()
-    is_mm = (a["kind"] == OP_KINDS.index("matmul")) & (a["m"] > 0)
+    is_mm = a.is_kind(OpKind.MATMUL) & (a.m > 0)
     for prec, (coords, dims, seconds) in perf.gemm_samples.items():
         mask = is_mm & (precision == prec)
         peak = perf.matrix_ops_per_s.get(prec)
         if not mask.any() or peak is None:
             continue
         # the model's own time for each probed shape, computed the way operators are
-        probe = {"m": dims[:, 0], "n": dims[:, 1], "k": dims[:, 2], "b": dims[:, 3],
-                 "dtype": np.array([prec] * len(dims))}
-        eff = rates._tile_efficiency(probe, perf, "matmul", prec, aligned=False)
+        probe = OpArrays.matmuls(dims[:, 0], dims[:, 1], dims[:, 2], dims[:, 3], prec)
+        eff = rates.tile_efficiency(probe, perf, OpKind.MATMUL, prec, aligned=False)
         flops = 2.0 * dims[:, 0] * dims[:, 1] * dims[:, 2] * dims[:, 3]
         elem = BYTES_PER_ELEMENT.get(prec, 2.0)
         nbytes = elem * dims[:, 3] * (dims[:, 0] * dims[:, 2] + dims[:, 2] * dims[:, 1] + dims[:, 0] * dims[:, 1])
         modelled = np.maximum(flops / (peak * eff), nbytes / perf.bandwidth_bytes_per_s)
-        ratio = np.clip(seconds / modelled, 1 / d.gemm_sample_clip, d.gemm_sample_clip)
+        ratio = np.clip(seconds / modelled, 1 / d.gemm_sample_clip.value, d.gemm_sample_clip.value)
         idx = np.flatnonzero(mask)
-        op_coords = np.log2(np.stack([a["m"][idx], a["n"][idx], a["k"][idx] * np.maximum(a["b"][idx], 1)], 1))
+        op_coords = np.log2(np.stack([a.m[idx], a.n[idx], a.k[idx] * np.maximum(a.gemm_batch[idx], 1)], 1))
         nearest = np.argmin(((op_coords[:, None, :] - coords[None, :, :]) ** 2).sum(-1), axis=1)
         compute[idx] *= ratio[nearest]
         memory[idx] *= ratio[nearest]
@@ -222,19 +187,19 @@ class _DeviceTimes:
         return np.where(self.floor > self.work, 2, np.where(self.compute >= self.memory, 0, 1))
 
 
-def device_times(a: dict, perf: DevicePerf, tf32_matmul: bool = False) -> _DeviceTimes:
+def device_times(a: OpArrays, perf: DevicePerf, tf32_matmul: bool = False) -> _DeviceTimes:
     """Each operator on the device: max(compute, memory) + its floor + the gap after each kernel."""
     cls = rates.op_classes(a, perf.defaults)
     rate, precision = rates.compute_rates(a, cls, perf, tf32_matmul)
     bandwidth = perf.bandwidth_bytes_per_s * rates.bandwidth_factors(a, cls, perf.defaults)
-    compute = np.divide(a["flops"], rate, out=np.zeros_like(rate), where=a["flops"] > 0)
-    memory = a["bytes"] / bandwidth + rates.layer_norm_rows_s(a, perf) + rates.group_norm_rows_s(a, perf)
+    compute = np.divide(a.flops, rate, out=np.zeros_like(rate), where=a.flops > 0)
+    memory = a.bytes / bandwidth + rates.layer_norm_rows_s(a, perf) + rates.group_norm_rows_s(a, perf)
     if perf.gemm_samples:
         compute, memory = _gemm_sample_correction(a, perf, precision, compute, memory)
-    return _DeviceTimes(precision, compute, memory, rates.floors(a, cls, perf), a["kernels"] * perf.kernel_gap_s)
+    return _DeviceTimes(precision, compute, memory, rates.floors(a, cls, perf), a.kernels * perf.kernel_gap_s)
 
 
-def eager_timeline(a: dict, device: np.ndarray, perf: DevicePerf, functional: bool,
+def eager_timeline(a: OpArrays, device: np.ndarray, perf: DevicePerf, functional: bool,
                    calls: tuple[int, int, int] = (0, 0, 0)) -> tuple[float, float]:
     """Eager PyTorch: the host launches operator after operator while the device runs behind it; the forward
     ends when the last kernel does. Host time per operator, plus per nn.Module call and per other Python call
@@ -242,19 +207,19 @@ def eager_timeline(a: dict, device: np.ndarray, perf: DevicePerf, functional: bo
     that launch. Returns (latency, host time)."""
     if not device.size:
         return 0.0, 0.0
-    k = a["kernels"]
+    k = a.kernels
     d = perf.defaults
     op_s = perf.eager_op_s
     if functional:  # no nn.Module call around each operator (same calibration scaling)
         op_s *= d.eager_functional_op_s.value / d.eager_op_s.value
-    launching = (k >= 1) & ~a["internal"]
+    launching = (k >= 1) & ~a.internal
     if launching.any():  # the calibration scales module and Python calls as it scales operators
         modules, empty, python = calls
         calls_s = ((modules - empty) * d.eager_module_call_s.value + empty * d.eager_empty_module_call_s.value
                    + python * d.eager_python_call_s.value)
         op_s += perf.eager_op_s / d.eager_op_s.value * calls_s / launching.sum()
     host = np.where(k >= 1, op_s + np.maximum(k - 1, 0) * perf.eager_extra_kernel_s, perf.eager_no_kernel_op_s)
-    host = np.where(a["internal"], k * perf.eager_extra_kernel_s, host)
+    host = np.where(a.internal, k * perf.eager_extra_kernel_s, host)
     issue = np.cumsum(host)                    # when the host has launched op j
     suffix = np.cumsum(device[::-1])[::-1]     # device work from op j to the end
     host_total = float(issue[-1])
@@ -265,24 +230,24 @@ def _calls(w: Workload) -> tuple[int, int, int]:
     return w.module_calls, w.empty_module_calls, w.python_calls
 
 
-def _time_by_bound(t: _DeviceTimes, host_wait_s: float) -> dict[str, float]:
+def _time_by_bound(t: _DeviceTimes, host_wait_s: float) -> dict[Bound, float]:
     """The latency split so that it adds up: each operator's whole device time (work, floor and gap) under the
     limit that binds it, and the device's wait for eager launches under overhead."""
     bound, device = t.bound, t.device
-    return {"compute": float(np.where(bound == 0, device, 0).sum()),
-            "memory": float(np.where(bound == 1, device, 0).sum()),
-            "overhead": float(np.where(bound == 2, device, 0).sum() + host_wait_s)}
+    return {Bound.COMPUTE: float(np.where(bound == 0, device, 0).sum()),
+            Bound.MEMORY: float(np.where(bound == 1, device, 0).sum()),
+            Bound.OVERHEAD: float(np.where(bound == 2, device, 0).sum() + host_wait_s)}
 
 
 _MODE_ASSUMPTION = {
-    "graph": "CUDA graph replay, no host launch cost",
-    "eager": "eager PyTorch, host launch cost per operator overlapping the device",
-    "compiled": "torch.compile (inductor, default mode) fused kernels, replayed as a CUDA graph "
+    Mode.GRAPH: "CUDA graph replay, no host launch cost",
+    Mode.EAGER: "eager PyTorch, host launch cost per operator overlapping the device",
+    Mode.COMPILED: "torch.compile (inductor, default mode) fused kernels, replayed as a CUDA graph "
                 "(docs/compiled.md)",
 }
 
 
-def _assumptions(mode: str, perf: DevicePerf, dtype: str, tf32_matmul: bool) -> tuple[str, ...]:
+def _assumptions(mode: Mode, perf: DevicePerf, dtype: str, tf32_matmul: bool) -> tuple[str, ...]:
     out = (f"mode {mode}: " + _MODE_ASSUMPTION[mode],
            *perf.assumptions)
     if dtype == "fp32" and "tf32" not in perf.hardware.dense_tops:
@@ -294,15 +259,16 @@ def _assumptions(mode: str, perf: DevicePerf, dtype: str, tf32_matmul: bool) -> 
 
 
 def predict(workload: Workload, hardware: Hardware, calibration: Calibration | None = None,
-            mode: Mode = "graph", *, tf32_matmul: bool = False, perf: DevicePerf | None = None,
+            mode: Mode = Mode.GRAPH, *, tf32_matmul: bool = False, perf: DevicePerf | None = None,
             calibration_source: str = "") -> Prediction:
     """Predict one workload on one device. Pass ``perf`` (from ``device_perf``) to reuse it across calls."""
     if mode not in MODES:
         raise InputError(f"unknown mode {mode!r}; expected graph, eager or compiled")
-    if (mode == "compiled") != (workload.lowering == COMPILED_LOWERING) and workload.lowering:
+    mode = Mode(mode)
+    if (mode == Mode.COMPILED) != (workload.lowering == COMPILED_LOWERING) and workload.lowering:
         raise InputError(
             f"mode {mode} needs a workload counted with the "
-            f"{'inductor' if mode == 'compiled' else 'eager'} lowering, got {workload.lowering!r}",
+            f"{'inductor' if mode == Mode.COMPILED else 'eager'} lowering, got {workload.lowering!r}",
             hint="count it with lowering='inductor-cuda' for mode compiled (ModelCosts.at(..., mode=...) "
                  "does this)")
     perf = perf or device_perf(hardware, calibration, calibration_source)
@@ -311,18 +277,18 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     device = t.device
     device_total = float(device.sum())
     latency, host_total = (eager_timeline(a, device, perf, workload.functional, _calls(workload))
-                           if mode == "eager"
+                           if mode == Mode.EAGER
                            else (device_total, 0.0))
     by_bound = _time_by_bound(t, latency - device_total)
-    main_precision = _main_precision(a["flops"], t.precision, workload.dtype, hardware)
+    main_precision = _main_precision(a.flops, t.precision, workload.dtype, hardware)
     required = (workload.param_bytes + workload.activation_peak_bytes + workload.input_bytes
                 + perf.defaults.runtime_memory_bytes.value)
     return Prediction(
         hardware=hardware.id, workload=workload.name, batch=workload.batch, dtype=workload.dtype,
         precision=main_precision, mode=mode, calibrated=perf.calibrated,
         calibration_source=perf.calibration_source, latency_s=latency, device_time_s=device_total,
-        host_time_s=host_total, flops=float(a["flops"].sum()), bytes=float(a["bytes"].sum()),
-        kernels=int(a["kernels"].sum()), peak_ops_per_s=hardware.peak_ops_per_s(main_precision) or 0.0,
+        host_time_s=host_total, flops=float(a.flops.sum()), bytes=float(a.bytes.sum()),
+        kernels=int(a.kernels.sum()), peak_ops_per_s=hardware.peak_ops_per_s(main_precision) or 0.0,
         time_by_bound_s=by_bound, bound=max(by_bound, key=by_bound.get),
         memory_required_bytes=required, memory_capacity_bytes=hardware.memory_bytes,
         fits_memory=required <= hardware.memory_bytes,

@@ -1,0 +1,121 @@
+"""Memory-bound work: each operator's share of the attainable copy bandwidth (``BANDWIDTH_RULES``) and the
+fixed per-row times of layer and group norms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...kinds import OpKind
+from ..arrays import OpArrays
+from ..defaults import WIDTHS, RooflineDefaults
+from ..device import DevicePerf
+from ..rules import Rule, always, first_match
+from .classes import CLASSES
+from .common import by_width, half_dtype
+from .conv import channels_last
+
+
+@dataclass(frozen=True)
+class BandwidthContext:
+    d: RooflineDefaults
+    cls: np.ndarray    # each operator's class (index into CLASSES)
+    half: np.ndarray   # each operator is 16-bit (fp16, bf16)
+
+
+def _kind_table(a: OpArrays, table: dict[str, float]) -> np.ndarray:
+    return np.array([table[k] for k in OpKind])[a.kind]
+
+
+def _strided(a: OpArrays, c: BandwidthContext) -> np.ndarray:
+    d = c.d
+    contiguous, strided = d.kind_bandwidth_factor.value, d.strided_kind_bandwidth_factor.value
+    return np.array([strided.get(k, contiguous[k] * d.strided_bandwidth_factor.value) for k in OpKind])[a.kind]
+
+
+def _depthwise(a: OpArrays, c: BandwidthContext) -> np.ndarray:
+    return c.cls == CLASSES.index("depthwise")
+
+
+def _copy_by_width(a: OpArrays, c: BandwidthContext) -> np.ndarray:
+    copy = c.d.kind_bandwidth_factor.value["copy"]
+    return by_width(c.d.kind_bandwidth_factor_by_width.value.get("copy", {w: copy for w in WIDTHS}), c.half)
+
+
+def _norm_family(a: OpArrays, c: BandwidthContext) -> np.ndarray:
+    return np.isin(a.family, list(c.d.norm_bandwidth_factor.value))
+
+
+def _norm_family_factor(a: OpArrays, c: BandwidthContext) -> np.ndarray:
+    out = np.zeros(len(a))
+    for family, widths in c.d.norm_bandwidth_factor.value.items():
+        out = np.where(a.family == family, by_width(widths, c.half), out)
+    return out
+
+
+def _kind_by_width(a: OpArrays, c: BandwidthContext) -> np.ndarray:
+    return np.isin(a.kind, [OpKind(k).position for k in c.d.kind_bandwidth_factor_by_width.value])
+
+
+def _kind_by_width_factor(a: OpArrays, c: BandwidthContext) -> np.ndarray:
+    out = np.zeros(len(a))
+    for kind, widths in c.d.kind_bandwidth_factor_by_width.value.items():
+        out = np.where(a.is_kind(OpKind(kind)), by_width(widths, c.half), out)
+    return out
+
+
+BANDWIDTH_RULES: tuple[Rule[BandwidthContext], ...] = (
+    Rule("strided", lambda a, c: a.strided, _strided,
+         "a permuted/transposed view is read uncoalesced (strided_kind_bandwidth_factor)"),
+    Rule("depthwise, channels-last", lambda a, c: _depthwise(a, c) & channels_last(a), _copy_by_width,
+         "channels-last depthwise convolutions move their bytes as a copy does"),
+    Rule("depthwise", _depthwise, lambda a, c: c.d.depthwise_bandwidth_factor.value,
+         "NCHW direct depthwise kernels (depthwise_bandwidth_factor)"),
+    Rule("norm", _norm_family, _norm_family_factor, "batch, layer and group norms differ by operator"),
+    Rule("kind and width", _kind_by_width, _kind_by_width_factor,
+         "PyTorch's half-precision kernels move fewer bytes per thread"),
+    Rule("kind", always, lambda a, c: _kind_table(a, c.d.kind_bandwidth_factor.value),
+         "the kind's contiguous share (kind_bandwidth_factor)"),
+)
+
+
+def bandwidth_factors(a: OpArrays, cls: np.ndarray, d: RooflineDefaults) -> np.ndarray:
+    """Per operator: the share of the attainable copy bandwidth its kernels reach (``BANDWIDTH_RULES``)."""
+    return first_match(BANDWIDTH_RULES, a, BandwidthContext(d, cls, half_dtype(a)))
+
+
+def bilinear_loop_s(a: OpArrays, perf: DevicePerf) -> np.ndarray:
+    """PyTorch's NCHW bilinear upsampling: one thread per output position (``m``) loops over batch x channels
+    (``n``), one memory round trip per iteration; positions beyond one wave of resident threads run again.
+    H200 sweep (benchmarks/slow_ops_sweep.py): 190-570 ns per iteration, 20-470 GB/s, where the copy model
+    said 2-4 TB/s (LR-ASPP's 33 -> 65 upsampling at batch 128: 6.1 ms measured, 73 us predicted before)."""
+    d = perf.defaults
+    waves = np.ceil(np.maximum(a.m, 1.0) / (perf.compute_units * d.resident_threads_per_unit.value))
+    return waves * a.n * d.bilinear_iteration_s.value
+
+
+def layer_norm_rows_s(a: OpArrays, perf: DevicePerf) -> np.ndarray:
+    """Per operator: the fixed time of a layer norm's rows (``m``; one thread block each in PyTorch's kernel,
+    ``RooflineDefaults.layer_norm_row_s``), spread over the SMs, at this card's clock; 0 for other operators."""
+    per_row = by_width(perf.defaults.layer_norm_row_s.value, half_dtype(a)) * _cycles_scale(perf)
+    rows = np.where(a.family == "layer_norm", a.m, 0.0)
+    return rows / max(perf.compute_units, 1) * per_row
+
+
+def _cycles_scale(perf: DevicePerf) -> float:
+    """A time measured in the H200's clock cycles on this card: the H200's boost clock over this card's
+    (sustained) clock; 1 when the catalog gives no clock."""
+    reference = perf.defaults.layer_norm_reference_clock_mhz.value
+    hw = perf.hardware
+    clock = hw.boost_clock_mhz * hw.clock_scale if hw.boost_clock_mhz else reference
+    return reference / clock
+
+
+def group_norm_rows_s(a: OpArrays, perf: DevicePerf) -> np.ndarray:
+    """Per operator: the time of a group norm's row reductions (``m`` rows of ``n`` elements, one thread block
+    each, ``RooflineDefaults.group_norm_element_s`` per element), in waves of one row per SM, at this card's
+    clock; 0 for other operators."""
+    per_element = by_width(perf.defaults.group_norm_element_s.value, half_dtype(a)) * _cycles_scale(perf)
+    waves = np.maximum(a.m / max(perf.compute_units, 1), 1.0)
+    return np.where(a.family == "group_norm", waves * a.n * per_element, 0.0)
