@@ -90,6 +90,8 @@ class OpArrays:
         neutral = {"kernels": 1.0, "window": 1.0, "stride": 1.0, "dilation": 1.0}
         values: dict[str, np.ndarray] = {}
         for f in dataclasses.fields(cls):
+            if f.name == "family":
+                continue
             if f.name in given:
                 values[f.name] = np.asarray(given[f.name], dtype=_DTYPES.get(f.name, np.float64))
             else:

@@ -61,7 +61,7 @@ HOST_PROFILES: dict[str, HostProfile] = {p.name: p for p in (
         name="reference",
         assumes="the host the defaults were fitted on: H200 machine, PyTorch 2.11, a bare forward per "
                 "iteration (benchmarks/host_cost_fit.py)",
-        source="roofline/defaults.py eager_op_s, eager_module_call_s, eager_python_call_s"),
+        source="roofline/defaults/device_level.py eager_op_s, eager_module_call_s, eager_python_call_s"),
     HostProfile(
         name="dle-pytorch-21.03",
         assumes="NVIDIA DeepLearningExamples ConvNets main.py --mode benchmark_inference in the NGC "

@@ -34,7 +34,7 @@ def half_dtype(a: OpArrays) -> np.ndarray:
     return np.isin(a.dtype, HALF_DTYPES)
 
 
-def matrix_precision(dtype: str, kind: str, hw: Hardware, tf32_matmul: bool) -> str:
+def matrix_precision(dtype: str, kind: OpKind, hw: Hardware, tf32_matmul: bool) -> str:
     """The peak a tensor operator uses. PyTorch runs fp32 convolutions in TF32 by default
     (cudnn.allow_tf32=True) and fp32 matmuls in plain FP32 (unless TF32 matmuls are switched on)."""
     if dtype == "fp32" and "tf32" in hw.dense_tops and (kind == OpKind.CONV or tf32_matmul):

@@ -28,7 +28,7 @@ def _one_kernel(a: OpArrays, family: str) -> np.ndarray:
 
 FIRST_KERNEL_RULES: tuple[Rule[FloorContext], ...] = (
     Rule("one-kernel layer norm", lambda a, c: _one_kernel(a, "layer_norm"),
-         lambda a, c: c.floor_s.get("layer_norm", c.floor_s["norm"]),
+         lambda a, c: c.floor_s.get("layer_norm", c.floor_s[OpKind.NORM]),
          "PyTorch's one-kernel layer norm (its rows are timed apart: layer_norm_row_s)"),
     Rule("one-kernel batch norm", lambda a, c: _one_kernel(a, "batch_norm"),
          lambda a, c: c.floor_s["batch_norm_cudnn"],
@@ -36,17 +36,17 @@ FIRST_KERNEL_RULES: tuple[Rule[FloorContext], ...] = (
          "batch_norm); fp16 with half weights runs PyTorch's native kernel and a copy: 2 kernels"),
     Rule("grouped NCHW convolution",
          lambda a, c: (c.cls == CLASSES.index("conv")) & (a.groups > 1) & (a.family != CHANNELS_LAST_FAMILY),
-         lambda a, c: c.floor_s.get("grouped_conv", c.floor_s["conv"]),
+         lambda a, c: c.floor_s.get("grouped_conv", c.floor_s[OpKind.CONV]),
          "4 kernels: layout in, a memset or weight transform, the convolution, layout out"),
     Rule("depthwise", lambda a, c: c.cls == CLASSES.index("depthwise"), lambda a, c: c.floor_s["depthwise"],
          "direct depthwise kernels"),
     Rule("1x1 convolution",
          lambda a, c: (c.cls == CLASSES.index("pointwise_conv")) | (a.is_kind(OpKind.CONV) & (a.window == 1)),
-         lambda a, c: c.floor_s["matmul"],
+         lambda a, c: c.floor_s[OpKind.MATMUL],
          "every 1x1 convolution, GEMM or not, is one kernel without layout conversions at this size (H200 "
          "profiles: misaligned ones under 20 MFLOP 2.9-6.0 us, the GEMM floor's range)"),
     Rule("kind", always,
-         lambda a, c: np.array([c.floor_s.get(k, c.floor_s["other"]) for k in OpKind])[a.kind],
+         lambda a, c: np.array([c.floor_s.get(k, c.floor_s[OpKind.OTHER]) for k in OpKind])[a.kind],
          "the kind's floor (kind_floor_s)"),
 )
 

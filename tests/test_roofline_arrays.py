@@ -1,0 +1,96 @@
+"""The roofline's operator arrays (one meaning per field) and its ordered rule tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import make_hardware
+from tops_advisor.kinds import OpKind
+from tops_advisor.roofline.arrays import OpArrays, op_arrays
+from tops_advisor.roofline.device import device_perf
+from tops_advisor.roofline.rates import CONV_RATE_RULES, DEPTHWISE_RULES
+from tops_advisor.roofline.rates.conv import DepthwiseContext, conv_context
+from tops_advisor.roofline.rules import Rule, always, first_match, which_rule
+from tops_advisor.workload import CHANNELS_LAST_FAMILY, GemmShape, OpRecord, Workload
+
+
+def _op(kind: str, batch: int, family: str = "") -> OpRecord:
+    return OpRecord("op", kind, "", 1e6, 1e3, 1e3, gemm=GemmShape(64, 32, 16, batch), family=family)
+
+
+def test_gemm_shape_batch_becomes_one_field_per_meaning():
+    """A matmul's batch is its products (a MoE grouped GEMM: the experts hit), a convolution's its groups,
+    attention's batch x heads; each field is 0 for the other kinds, and an operator without a shape has none."""
+    ops = (_op("matmul", 6), _op("conv", 4), _op("attention", 96), _op("norm", 1),
+           OpRecord("add", "elementwise", "", 1.0, 2.0, 2.0))
+    a = op_arrays(Workload("w", 1, "fp16", ops))
+    assert a.gemm_batch.tolist() == [6, 0, 0, 0, 0]
+    assert a.groups.tolist() == [0, 4, 0, 0, 0]
+    assert a.batch_heads.tolist() == [0, 0, 96, 0, 0]
+    assert a.kind.tolist() == [OpKind.MATMUL.position, OpKind.CONV.position, OpKind.ATTENTION.position,
+                               OpKind.NORM.position, OpKind.ELEMENTWISE.position]
+    assert a.m.tolist() == [64, 64, 64, 64, 0] and a.window.tolist() == [1] * 5
+
+
+def test_moe_experts_hit_reach_gemm_batch():
+    """The LLM builder's fused MoE at decode batch 8: T = 8 tokens x top-2 of Mixtral's 8 experts hit
+    8 (1 - (6/8)^8) = 7.199 experts on average, a grouped GEMM of round(7.199) = 7 products of
+    ceil(16 / 7.199) = 3 rows each."""
+    from tops_advisor.llm import build_workload, load_config
+
+    w = build_workload(load_config("mixtral-8x7b"), phase="decode", batch=8, context=10, layout="fused")
+    a = op_arrays(w)
+    rows = [i for i, o in enumerate(w.ops) if o.name == "experts.w13"]
+    assert len(rows) == 32
+    assert a.gemm_batch[rows].tolist() == [7] * 32 and a.m[rows].tolist() == [3] * 32
+    assert a.groups[rows].tolist() == [0] * 32 and a.batch_heads[rows].tolist() == [0] * 32
+
+
+def test_take_keeps_every_field_of_the_rows():
+    a = OpArrays.build(OpKind.CONV, "fp16", m=[1, 2, 3], groups=[1, 8, 64], family=["", CHANNELS_LAST_FAMILY, ""])
+    sub = a.take(np.array([2, 1]))
+    assert sub.m.tolist() == [3, 2] and sub.groups.tolist() == [64, 8]
+    assert sub.family.tolist() == ["", CHANNELS_LAST_FAMILY] and len(sub) == 2
+
+
+RULES = (
+    Rule("big", lambda a, c: a.m > 10, lambda a, c: 3.0, "checked first"),
+    Rule("positive", lambda a, c: a.m > 0, lambda a, c: a.m * c, "then this"),
+    Rule("rest", always, lambda a, c: -1.0, "everything else"),
+)
+
+
+def test_the_first_rule_that_applies_wins():
+    a = OpArrays.build(OpKind.OTHER, "fp16", m=[20, 5, 0])
+    # 20 > 10: "big" (3); 5: "positive" (5 x 2 = 10); 0: "rest" (-1)
+    assert first_match(RULES, a, 2.0).tolist() == [3.0, 10.0, -1.0]
+    assert which_rule(RULES, a, 2.0).tolist() == ["big", "positive", "rest"]
+
+
+def test_a_table_without_a_rule_for_an_operator_is_an_error():
+    a = OpArrays.build(OpKind.OTHER, "fp16", m=[0])
+    with pytest.raises(ValueError, match="no rule"):
+        first_match(RULES[:2], a, 1.0)
+
+
+def test_convolution_rules_name_the_kernel_each_convolution_gets():
+    hw = make_hardware(architecture="Hopper")   # thin-input stems are modelled on Hopper
+    perf = device_perf(hw)
+    a = OpArrays.build(
+        OpKind.CONV, "fp16",
+        m=[12544, 12544, 3136, 3136, 3136], n=[64, 64, 4, 4, 128], k=[147, 27, 36, 36, 576],
+        groups=[1, 1, 32, 32, 1], window=[49, 9, 9, 9, 9], stride=[2, 1, 1, 1, 1], plane=[3136] * 5,
+        family=["", "", CHANNELS_LAST_FAMILY, "", ""])
+    names = which_rule(CONV_RATE_RULES, a, conv_context(a, perf, "fp16")).tolist()
+    # 7x7/s2 3 -> 64: the ResNet stem; 3x3 on 3 channels: a thin stem; 4 channels per group channels-last and
+    # NCHW; a dense 3x3 on 64 channels: implicit GEMM
+    assert names == ["first layer", "thin input", "grouped, channels-last", "grouped, NCHW", "implicit GEMM"]
+
+
+def test_depthwise_rules_put_dilated_channels_last_first():
+    a = OpArrays.build(OpKind.CONV, "fp16", spatial=[2, 2, 2, 1], dilation=[2, 1, 1, 1],
+                       family=[CHANNELS_LAST_FAMILY, CHANNELS_LAST_FAMILY, "", ""])
+    context = DepthwiseContext(device_perf(make_hardware()).defaults, "16-bit")
+    assert which_rule(DEPTHWISE_RULES, a, context).tolist() == ["dilated, channels-last", "channels-last", "2-D",
+                                                                "1-D"]

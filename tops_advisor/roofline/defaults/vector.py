@@ -1,0 +1,141 @@
+"""Defaults of the convolution kernels cuDNN picks by shape (depthwise on the vector units, the 1x1 plane
+alignment, grouped tiles) and of memory-bound operators (bandwidth shares by kind, width and norm, per-row norm
+times)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .base import Default, by_width, table
+
+
+@dataclass(frozen=True)
+class VectorDefaults:
+    # --- depthwise convolutions ---------------------------------------------------------------------------
+    # Convolutions with at most this many output channels per group (depthwise, channel multiplier <= 2) run
+    # as direct convolutions on the CUDA cores, limited by a share of the bandwidth and a low operation rate,
+    # whichever is slower. H200 profiles at batch >= 32: 3x3 depthwise (MobileNetV2, EfficientNet-B0) ran at
+    # 1040-1077 GB/s (0.25 of the copy bandwidth) in fp16 and fp32; ConvNeXt-T's 7x7 at 8.7 TFLOPS fp16 (0.19
+    # of the vector rate) and 4.3 fp32 (0.09). ResNeXt's grouped convs with 4 channels per group run on tensor
+    # cores, so they are not depthwise here. 1-D depthwise convolutions run cuDNN's conv1D_NCHW kernels: H200
+    # sweep, 256 channels, 33 taps over 800 steps at batch 32: 13.2 TFLOPS fp16 (0.28), 3.5 fp32 (0.075).
+    depthwise_max_channels_per_group: Default[int] = Default(
+        2, "H200 profiles: depthwise (channel multiplier <= 2) run direct kernels; ResNeXt's 4 per group run "
+           "on tensor cores")
+    # A pointwise (1x1) convolution in NCHW is, per image, a plain GEMM (C_out x C_in) @ (C_in x H*W) whose
+    # contiguous row is the spatial plane H_out*W_out. cuDNN hands it to the GEMM kernels (nvjet, as cuBLAS)
+    # only when that row is a multiple of 16 bytes (the tensor cores' vector load: NVIDIA's "Matrix
+    # Multiplication Background" guide); otherwise it runs it as a convolution: NCHW<->NHWC conversions around
+    # an implicit GEMM, low-alignment CUTLASS GEMMs (cutlass_75_*_align1, cutlass_80_*_align2) or CUDA-core
+    # implicit_convolve_sgemm, all of them slower. H200 per-operator profiles (benchmarks/results/*records*,
+    # 20 CNNs, fp16, 1x1 convolutions over 1 GFLOP): aligned planes (56x56, 28x28) predicted/measured 0.98
+    # (n=653), 8-byte planes (14x14, 10x10) 0.36 (n=278), 2-byte planes (7x7, 19x19) 0.32 (n=230); 1-D
+    # convolutions the same (Conformer's length 249: 0.17-0.44; QuartzNet's 800: 0.9-1.3). Misaligned ones
+    # take the convolution class (its factor and floor). Channels-last (NHWC) ones have the channels as the
+    # row and stay plain GEMMs.
+    pointwise_plane_alignment_bytes: Default[float] = Default(
+        16.0, "H200 per-operator profiles: 1x1 convolutions whose H_out*W_out*element bytes is not a multiple "
+              "of 16 run cuDNN's convolution kernels, not its GEMM ones (benchmarks/results/*records*)")
+    depthwise_bandwidth_factor: Default[float] = Default(
+        0.25, "H200 profiles at batch >= 32: 3x3 depthwise (MobileNetV2, EfficientNet-B0) 1040-1077 GB/s")
+    depthwise_vector_factor: Default[dict[str, float]] = table(
+        "H200 profiles: ConvNeXt-T's 7x7 depthwise at 8.7 TFLOPS fp16 (0.19 of the vector rate), 4.3 fp32 "
+        "(0.09); share of the vector rate", by_width(0.17, 0.085))
+    depthwise_1d_vector_factor: Default[dict[str, float]] = table(
+        "H200 sweep, cuDNN conv1D_NCHW: 256 channels, 33 taps, 800 steps, batch 32: 13.2 TFLOPS fp16 (0.28), "
+        "3.5 fp32 (0.075)", by_width(0.28, 0.075))
+    # Channels-last (NHWC) depthwise convolutions, as inductor runs them (``OpRecord.family ==
+    # "channels_last"``): cuDNN's direct NHWC kernels (``conv2d_c1_k1_nhwc_specialized``) read each pixel's
+    # channels contiguously, as a copy does, so they move their bytes at the copy bandwidth (the copy factor
+    # of ``kind_bandwidth_factor_by_width``) where NCHW's reach 0.25 of it. H200 compiled traces
+    # (benchmarks/results/h200_compiled.json, matched kernel by kernel by benchmarks/compiled_conv_kernels.py,
+    # minus the 3.0 us depthwise floor): MobileNetV2 b32 fp16's 17 3x3 depthwise convolutions moved
+    # 2,366 GB/s (0.55 of the copy bandwidth), EfficientNet-B0's seven 2,369 GB/s (0.55); fp16 copies reach
+    # 0.57. Arithmetic: ConvNeXt-T b32 fp16's 18 7x7 depthwise convolutions ran at 10.9 TFLOPS, 0.23 of the
+    # vector rate (0.22 under autocast; EfficientNet's 5x5 0.22), where NCHW reaches 0.17. 32-bit: none
+    # measured channels-last; NCHW's share is kept.
+    depthwise_channels_last_vector_factor: Default[dict[str, float]] = table(
+        "H200 compiled traces: ConvNeXt-T b32 fp16's 7x7 depthwise channels-last at 10.9 TFLOPS (0.23); "
+        "32-bit unmeasured, NCHW's share kept", by_width(0.23, 0.085))
+    # Dilated depthwise convolutions channels-last have no NHWC depthwise kernel: cuDNN runs its generic
+    # ``conv2d_grouped_direct_kernel`` (H200 trace of compiled DeepLabV3-MobileNetV3-L b32 fp16, the three
+    # 5x5 dilation-2 depthwise convolutions of its last stage at 65x65: 1,670 us for 672 channels, 3,577 and
+    # 3,573 us for 960; 0.70, 0.47, 0.47 TFLOPS, 20x slower than the NHWC depthwise rate; benchmarks/results/
+    # blind16/post/compiled_deeplab.json, measured after blind round 11). Median 0.47 TFLOPS = 0.010 of the
+    # vector rate. Eager NCHW dilated depthwise convolutions are not known to be slow (unmeasured).
+    depthwise_dilated_channels_last_vector_factor: Default[float] = Default(
+        0.010, "H200, compiled DeepLabV3-MobileNetV3-L b32: cuDNN conv2d_grouped_direct_kernel, 0.47-0.70 TFLOPS")
+    # Channels-last grouped convolutions: cuDNN's NHWC grouped kernels put several groups in one tile of this
+    # many output channels (H200 trace of ResNeXt-50 32x4d b32 fp16, h200_compiled_run2.json: kernel names
+    # ``..._g16`` / ``_g8`` / ``_g4`` / ``_g2`` at 4 / 8 / 16 / 32 channels per group, 16 x 4 = 8 x 8 =
+    # 4 x 16 = 2 x 32 = 64). The tile multiplies a block-diagonal weight: it runs the dense GEMM of 64 channels
+    # and keeps channels-per-group / 64 of it (``rates.grouped_channels_last_rate``). Measured: 43.4, 26.8,
+    # 13.1, 10.2 us for the 0.92 GFLOP grouped 3x3 convolutions of the four stages, where NCHW's rate
+    # predicts 187, 71, 32 and 18 us.
+    grouped_channels_last_tile_channels: Default[int] = Default(
+        64, "H200 trace of ResNeXt-50 32x4d b32 fp16: cuDNN NHWC grouped kernels _g16/_g8/_g4/_g2 at 4/8/16/32 "
+            "channels per group (h200_compiled_run2.json)")
+    # An NCHW grouped convolution (eager PyTorch, cuDNN) computes each group in an NHWC tile at least 64
+    # channels wide: cuDNN's kernels for 4-32 channels per group are 64x64 implicit-GEMM tiles (sm80/sm90
+    # xmma "tilesize64x64x64"), and the time of one shape is nearly the same at 4, 8, 16, 32 and 64 channels
+    # per group (H200 sweep, results/h200_grouped_conv_groups.json, fp16 batch 64 at 56x56: 183-202 TFLOPS at
+    # 64 per group, 10-11 at 4, 44-51 at 16). ``rates.grouped_nchw_rate``.
+    grouped_nchw_tile_channels: Default[int] = Default(
+        64, "H200 sweep, results/h200_grouped_conv_groups.json: sm80/sm90 xmma tilesize64x64x64 kernels, time "
+            "nearly constant at 4-64 channels per group")
+
+    # --- memory-bound operators ---------------------------------------------------------------------------
+    # Bandwidth efficiency relative to the attainable copy bandwidth: summed bytes over summed time of every
+    # operator of that kind moving > 8 MB in the H200 profiles (fp16/fp32): elementwise 0.73/0.91, copies
+    # 0.57/0.69, norms 0.53/0.34, softmax 0.56, reductions 0.39/0.52, pooling 0.18/0.36. Embedding: too few
+    # large gathers measured (assumed 0.6). "other": assumed 0.8 (operators without a formula).
+    kind_bandwidth_factor: Default[dict[str, float]] = table(
+        "H200 profiles, operators moving > 8 MB, summed bytes over summed time per kind (embedding 0.6 and "
+        "other 0.8 assumed)", dict(
+            elementwise=0.85, norm=0.45, softmax=0.55, reduction=0.45, pool=0.25, embedding=0.6, copy=0.63,
+            other=0.8, matmul=1.0, conv=0.9, attention=1.0))
+    # (16-bit, 32-bit) where they differ clearly: PyTorch's half-precision kernels move fewer bytes per thread.
+    kind_bandwidth_factor_by_width: Default[dict[str, dict[str, float]]] = table(
+        "H200 profiles, operators moving > 8 MB, per kind and width", dict(
+            elementwise=by_width(0.73, 0.91), copy=by_width(0.57, 0.69), pool=by_width(0.18, 0.36),
+            reduction=by_width(0.39, 0.52)))
+    # Norms differ by operator more than by anything else (16-bit / 32-bit): batch norm 0.73 / 0.65 (fp32:
+    # cuDNN's inference kernel; over all eight profiled sets, 3,688 calls each), layer norm 0.24 / 0.37,
+    # group norm 0.07 / 0.20 (both now modelled per row, below).
+    # Layer norm: PyTorch's CUDA kernel (vectorized_layer_norm_kernel) runs one thread block per row, so a row
+    # costs a fixed time (its Welford reductions and barriers) beside its bytes: time = bytes / (factor x
+    # bandwidth) + rows / SMs x layer_norm_row_s (+ the floor). Least squares over every contiguous one-kernel
+    # layer norm above 8 us in the H200 profiles (benchmarks/results/*records*, 2026-12-01; rows of 64 to 1,536
+    # elements): fp16 factor 0.73, 0.135 us per row per SM, 2.05 us constant (n=905, median error 2.5% where the
+    # bytes-only share 0.24 was off by 42%: 3.8x too fast at 64 elements, 1.7x too slow at 1,024); fp32 1.06
+    # (taken as 1.0), 0.184 us, 1.76 us (n=668, 3.2%). The per-row time is clock cycles: other cards scale it by
+    # the H200's clock over theirs.
+    # Group norm: PyTorch's CUDA kernels reduce each (sample, group) row in one thread block (RowwiseMoments),
+    # fold the statistics into scales (ComputeFusedParams) and apply them elementwise: 3 kernels in all 481
+    # profiled calls. The reduction streams a row at about one element per clock per block, so a row of n
+    # elements costs n x group_norm_element_s, in waves of one row per SM (rows / SMs, at least one); the apply
+    # pass moves the bytes at the elementwise share (0.73 / 0.91). H200 profiles (SD-UNet, ViT-L/R50 hybrid,
+    # SHViT, wav2vec 2.0; rows of 1-65,536, 1,536-122,880 elements): median 0.50 ns (fp16, n=123) and 0.46 ns
+    # (fp32, n=124) per element per row wave, where the bytes-only shares (0.07 / 0.20) were 2.9x too slow at
+    # batch 32 and 1.5x too fast at batch 1 (ViT-L/R50, blind round 22).
+    norm_bandwidth_factor: Default[dict[str, dict[str, float]]] = table(
+        "H200 profiles: batch norm over eight profiled sets, layer norm's row fit, group norm's apply pass at "
+        "the elementwise share", dict(
+            batch_norm=by_width(0.73, 0.65), layer_norm=by_width(0.73, 1.0), group_norm=by_width(0.73, 0.91)))
+    group_norm_element_s: Default[dict[str, float]] = table(
+        "H200 profiles (SD-UNet, ViT-L/R50 hybrid, SHViT, wav2vec 2.0): median per element of a row per row "
+        "wave, at the H200's clock", by_width(0.50e-9, 0.46e-9))
+    layer_norm_row_s: Default[dict[str, float]] = table(
+        "H200 profiles, least squares over one-kernel layer norms above 8 us: per row per SM at the H200's "
+        "clock (n=905 fp16, 668 fp32)", by_width(0.135e-6, 0.184e-6))
+    layer_norm_reference_clock_mhz: Default[float] = Default(1980.0, "H200 SXM boost clock "
+                                                                     "(hardware_db/h200-sxm.toml)")
+    # Memory-bound kernels reading an activation through a permuted/transposed view (``strided``) move their
+    # bytes uncoalesced (operators moving > 8 MB, fp16/fp32): elementwise 0.34/0.46, copies 0.36/0.44, norms
+    # 0.10/0.16 (LayerNorm over a permuted view: PyTorch copies it contiguous first). Other kinds: their
+    # contiguous factor x strided_bandwidth_factor (assumed).
+    strided_kind_bandwidth_factor: Default[dict[str, float]] = table(
+        "H200 profiles, permuted-view operators moving > 8 MB: elementwise 0.34/0.46, copies 0.36/0.44, norms "
+        "0.10/0.16", dict(elementwise=0.4, copy=0.4, norm=0.13))
+    strided_bandwidth_factor: Default[float] = Default(0.3, "assumed: other kinds' strided share of their "
+                                                            "contiguous factor")
