@@ -33,8 +33,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import InputError
+from .arrays import op_arrays
 from .device import DevicePerf
-from .predict import _arrays, _calls, device_times, eager_timeline
+from .predict import _calls, device_times, eager_timeline
 
 # A row is host-bound when the card's predicted device time is under this share of the measured latency:
 # then at least half the latency is host time whatever the device model's error (a device time off by 2x
@@ -115,7 +116,7 @@ class EagerCase:
 
     def __init__(self, workload, perf: DevicePerf, measured_s: float, tf32_matmul: bool = False):
         self.workload, self.perf, self.measured_s = workload, perf, measured_s
-        self._a = _arrays(workload)
+        self._a = op_arrays(workload)
         self._device = device_times(self._a, perf, tf32_matmul).device
         self.device_s = float(self._device.sum())
 

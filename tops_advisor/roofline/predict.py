@@ -132,9 +132,6 @@ class Prediction:
         return d
 
 
-_arrays = op_arrays   # the workload's OpArrays, cached (arrays.op_arrays)
-
-
 def _gemm_sample_correction(a: OpArrays, perf: DevicePerf, precision: np.ndarray, compute: np.ndarray,
                             memory: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """With a calibration: scale each matmul's time by measured / modelled time of the nearest probed GEMM
@@ -272,7 +269,7 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
             hint="count it with lowering='inductor-cuda' for mode compiled (ModelCosts.at(..., mode=...) "
                  "does this)")
     perf = perf or device_perf(hardware, calibration, calibration_source)
-    a = _arrays(workload)
+    a = op_arrays(workload)
     t = device_times(a, perf, tf32_matmul)
     device = t.device
     device_total = float(device.sum())
