@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from ..accuracy import expected_error
+from ..accuracy import ErrorBand, expected_error
 from ..errors import InputError, UnknownHardwareError, UnsupportedPrecisionError
 from ..formatting import format_seconds
 from .compare import KindRow, LatencyRow, compare_by_kind, compare_latency
@@ -45,7 +45,7 @@ class ValidationReport(BaseModel):
     calibration_source: str       # "" when no calibration was used
     note: str
     family: str | None
-    expected_error: dict[str, dict]
+    expected_error: dict[str, ErrorBand]
     rows: tuple[LatencyRow, ...]
     per_op: tuple[KindsAtBatch, ...]
     environment: dict[str, str]
