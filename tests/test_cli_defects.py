@@ -225,7 +225,7 @@ def test_recommend_builds_its_notes_and_error_bands_in_the_library():
     res = recommend(at, list(load_catalog(())), Constraints(max_batch=2, top=3))
     assert "unsupported operators counted as zero: aten.fancy_op x2" in res.notes
     assert len(res.recommendations) == 3
-    assert all(r.expected_error and r.expected_error["text"] for r in res.recommendations)
+    assert all(r.expected_error and r.expected_error.text for r in res.recommendations)
     assert isinstance(res.notes, tuple)
     assert res.model_dump()["notes"] == list(res.notes)
 

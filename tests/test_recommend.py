@@ -129,9 +129,12 @@ def test_llm_form_cli_json():
     assert bad.exit_code == 2 and "give a MODEL file" in bad.output
 
 
-def test_result_dump_adds_human_units_and_hides_closeness():
+def test_result_json_adds_human_units_and_hides_closeness():
+    from tops_advisor.render.json_units import to_json
+
     res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6, batch=8))
-    d = res.model_dump()
+    assert "latency_ms" not in res.model_dump()["recommendations"][0]  # the model holds base units
+    d = to_json(res)
     rec = d["recommendations"][0]
     # FAST at batch 8: 83.15 us
     assert rec["latency_ms"] == pytest.approx(83.15e-3) and rec["attainable_tops"] == pytest.approx(

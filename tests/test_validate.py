@@ -218,8 +218,8 @@ def test_bands_summarise_and_look_up():
     summary = summarise_rows(rows, "H200", "docs/accuracy.md")
     band = expected_error("cnn", "graph", True, summary)
     # calibrated errors 0.05, 0.1, 0.2: median 0.1, worst 0.2
-    assert band["median_abs_error"] == pytest.approx(0.1) and band["worst_abs_error"] == pytest.approx(0.2)
-    assert band["text"] == ("expected error on H200-class measurements: median 10%, worst 20% "
+    assert band.median_abs_error == pytest.approx(0.1) and band.worst_abs_error == pytest.approx(0.2)
+    assert band.text == ("expected error on H200-class measurements: median 10%, worst 20% "
                             "(CNNs, graph mode, calibrated; n=3)")
     assert expected_error("transformer", "graph", True, summary) is None
     assert "datasheet defaults" in describe(expected_error("cnn", "graph", False, summary))
@@ -234,7 +234,7 @@ def test_shipped_summary_has_every_band():
         for mode in ("graph", "eager"):
             for calibrated in (False, True):
                 band = expected_error(family, mode, calibrated, summary)
-                assert band is not None and 0 <= band["median_abs_error"] <= band["worst_abs_error"]
+                assert band is not None and 0 <= band.median_abs_error <= band.worst_abs_error
 
 
 # --- the held-out family ---------------------------------------------------------------------------------
