@@ -7,6 +7,7 @@ paths), a synthetic workload with long names, the shipped catalog and a validati
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -267,3 +268,11 @@ def test_probe_fits():
     shown = rendered(lambda out: render_links(links, out), NARROW_COLUMNS)
     assert_fits(shown)
     assert all(n in shown for n in ("3301.2 us", "569", "all-reduce (graph)", "371"))
+
+
+def test_console_width_policy():
+    from tops_advisor.render.console import PIPED_WIDTH_COLUMNS, output_width
+
+    assert output_width(io.StringIO(), environ={"COLUMNS": "80"}) == 80
+    assert output_width(io.StringIO(), environ={}) == PIPED_WIDTH_COLUMNS  # piped: not rich's 80
+    assert output_width(io.StringIO(), environ={"COLUMNS": "zero"}) == PIPED_WIDTH_COLUMNS
