@@ -32,7 +32,8 @@ class KindsAtBatch(BaseModel):
 
 
 class ValidationReport(BaseModel):
-    """What ``validate`` measured and predicted; ``model_dump()`` is the command's ``--json`` output."""
+    """What ``validate`` measured and predicted, in seconds; ``render.json_units.to_json`` gives the command's
+    ``--json`` output."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
