@@ -93,8 +93,8 @@ BAND_KEYS = {
 
 def band_json(band: ErrorBand) -> dict:
     d = band.model_dump()
-    d["blind_rounds"] = d["blind_rounds"] and list(d["blind_rounds"])
-    return {k: d[k] for k in BAND_KEYS[band.source] if d[k] is not None and d[k] != []}
+    d["blind_rounds"] = list(d["blind_rounds"]) or None  # none: no key, as for the other missing fields
+    return {k: d[k] for k in BAND_KEYS[band.source] if d[k] is not None}
 
 
 def renamed(d: dict) -> dict:
