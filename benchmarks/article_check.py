@@ -32,9 +32,9 @@ from tops_advisor.calibration import (
 )
 from tops_advisor.catalog import Catalog, Hardware, shipped_catalog_dir
 from tops_advisor.errors import TopsAdvisorError
-from tops_advisor.llm import analyze_llm, make_precision, plan_llm
+from tops_advisor.llm import analyze_llm, make_precision
 from tops_advisor.llm.presets import preset_config
-from tops_advisor.recommend import Constraints, NothingFeasibleError, recommend
+from tops_advisor.recommend import Constraints, NothingFeasibleError, plan_llm, recommend
 from tops_advisor.roofline import Prediction
 from tops_advisor.workload import Workload
 

@@ -68,6 +68,7 @@ def model_rows(perfs, models: list[Path]) -> dict:
 def llm_rows(perfs) -> dict:
     from tops_advisor.llm.analysis import analyze_llm, roofline_predictor
     from tops_advisor.llm.presets import preset_config
+    from tops_advisor.render.json_units import to_json
 
     rows = {}
     for name, phase, batch, context in LLM_CASES:
@@ -81,7 +82,7 @@ def llm_rows(perfs) -> dict:
                     a = analyze_llm(cfg, hw, batch=batch, phase=phase, context=context, mode=mode,
                                     predictor=roofline_predictor(hw), suggest=False, find_crossover=False)
                     rows[key] = {"latency_s": a.latency_s,
-                                 "dump": json.loads(json.dumps(a.model_dump(), default=str))}
+                                 "dump": json.loads(json.dumps(to_json(a), default=str))}
                 except Exception as exc:
                     rows[key] = {"error": str(exc)[:200]}
     return rows

@@ -11,6 +11,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
 PACKAGE = "tops_advisor"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
@@ -167,3 +172,14 @@ def test_lower_layers_never_import_torch():
     bad = sorted(m for m in graph if _in(m, LOWER) and any(
         t == "torch" or t.startswith("torch.") for x in reachable(graph, m) | {m} for t in everything[x]))
     assert not bad, f"lower layers that import torch (directly or not): {', '.join(bad)}"
+
+
+def test_fvcore_is_not_a_runtime_dependency():
+    project = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["project"]
+    assert not any(d.startswith("fvcore") for d in project["dependencies"])
+    assert any(d.startswith("fvcore") for d in project["optional-dependencies"]["dev"])
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n.split(".")[0] == "fvcore" for n in names), path

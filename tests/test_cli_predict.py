@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -98,3 +100,42 @@ def test_recommend_bad_input(args, message):
     assert r.exit_code == 2
     assert message in r.output
     assert "Traceback" not in r.output
+
+
+# --- progress on stderr, assumptions shown --------------------------------------------------------------
+def test_progress_is_silent_off_a_terminal_and_with_json():
+    from tops_advisor.render.progress import progress
+
+    stream = io.StringIO()
+    with progress("counting a model", stream=stream):
+        pass
+    with progress("counting a model", enabled=False, stream=stream):
+        pass
+    assert stream.getvalue() == ""
+    r = run("recommend", MODEL, "--latency", "100ms", "--top", "1", "--json")
+    assert r.exit_code == 0 and r.stderr == ""
+
+
+
+def test_progress_shows_on_a_terminal_and_clears_itself(monkeypatch):
+    from tops_advisor.render.progress import progress
+
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich: treat the stream as a terminal
+    stream = io.StringIO()
+    with progress("counting model.py at batch 1", stream=stream):
+        pass
+    shown = stream.getvalue()
+    assert "counting model.py at batch 1" in shown
+    assert shown.endswith("\x1b[2K")  # the line is erased at the end: nothing stays on the terminal
+
+
+
+def test_assumptions_about_precisions_not_used_are_left_out():
+    from tops_advisor.render.analyze import relevant_assumptions
+
+    pred = SimpleNamespace(ops=[SimpleNamespace(precision="fp16"), SimpleNamespace(precision="vector")],
+                           assumptions=("mode graph: CUDA graph replay, no host launch cost",
+                                        "not measured, scaled by the median measured/datasheet ratio 0.79: fp64",
+                                        "not measured, scaled by the median ratio 0.8: fp16, tf32"))
+    assert relevant_assumptions(pred) == ["mode graph: CUDA graph replay, no host launch cost",
+                                          "not measured, scaled by the median ratio 0.8: fp16"]

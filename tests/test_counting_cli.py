@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
+import traceback
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from tops_advisor.cli import cli
+from tops_advisor.errors import one_line
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -176,3 +179,109 @@ def test_depth_groups_module_paths():
     assert deep.exit_code == shallow.exit_code == 0
     assert "layer1.0.conv1" in deep.stdout and "layer1.0.conv1" not in shallow.stdout
     assert "layer1 " in shallow.stdout
+
+
+# --- model files that are not one, neighbour imports, a failing forward pass -----------------------------
+def run_cli(*args):
+    """Any command (``run`` above is ``count``'s)."""
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+
+def test_a_config_json_is_not_a_model_file_and_the_hint_says_what_to_run(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text('{"model_type": "llama", "hidden_size": 64}')
+    r = run_cli("count", config)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "not a Python model file" in r.stderr
+    assert f"tops-advisor llm {config}" in r.stderr and f"hf:{config}" in r.stderr
+
+
+
+def test_another_suffix_is_not_a_model_file_either(tmp_path):
+    weights = tmp_path / "model.onnx"
+    weights.write_bytes(b"\x08\x07")
+    r = run_cli("count", weights)
+    assert r.exit_code == 2 and "not a Python model file" in r.stderr and "build_model()" in r.stderr
+
+
+
+def _neighbour_files(tmp_path: Path) -> Path:
+    (tmp_path / "neighbour_blocks.py").write_text(
+        "import torch\n\ndef block():\n    return torch.nn.Linear(8, 4)\n")
+    model = tmp_path / "uses_a_neighbour.py"
+    model.write_text("import torch\n\n"
+                     "def build_model():\n    import neighbour_blocks  # imported while building, not at import\n"
+                     "    return neighbour_blocks.block()\n\n"
+                     "def example_inputs(batch_size):\n    return torch.randn(batch_size, 8)\n")
+    return model
+
+
+
+def test_neighbour_imports_inside_build_model_work_and_sys_path_is_restored(tmp_path):
+    from tops_advisor.counting.model_file import load_model_file
+
+    model = _neighbour_files(tmp_path)
+    before = list(sys.path)
+    loaded = load_model_file(model)
+    assert sys.path == before
+    assert isinstance(loaded.build(meta=False), __import__("torch").nn.Linear)
+    assert sys.path == before
+    r = run_cli("count", model, "--json")
+    assert r.exit_code == 0, r.output
+    assert sys.path == before
+
+
+
+def test_neighbour_imports_inside_forward_work_while_counting(tmp_path):
+    (tmp_path / "act_helpers.py").write_text("import torch\n\ndef act(x):\n    return torch.relu(x)\n")
+    model = tmp_path / "imports_in_forward.py"
+    model.write_text("import torch\n\n"
+                     "class M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                     "        self.a = torch.nn.Linear(8, 4)\n\n"
+                     "    def forward(self, x):\n        import act_helpers  # imported in forward, while counting\n"
+                     "        return act_helpers.act(self.a(x))\n\n"
+                     "def build_model():\n    return M()\n\n"
+                     "def example_inputs(batch_size):\n    return torch.randn(batch_size, 8)\n")
+    before = list(sys.path)
+    result = CliRunner().invoke(cli, ["count", str(model), "--json"])
+    assert result.exit_code == 0, result.output
+    assert sys.path == before
+
+
+
+def test_one_line_cuts_at_a_word_boundary():
+    words = "mat1 and mat2 shapes cannot be multiplied (1x2048 and 1024x1000)"
+    out = one_line(RuntimeError(" ".join([words] * 10)), limit=120)
+    assert len(out) <= 120 and out.endswith(" ...")
+    kept = out.removesuffix(" ...").removeprefix("RuntimeError: ").split(" ")
+    assert all(w in words.split(" ") for w in kept)  # no word cut in two
+    assert one_line(ValueError("first line\nsecond line")) == "ValueError: first line ..."
+    assert one_line(ValueError("short")) == "ValueError: short"
+
+
+
+def _failing_model(tmp_path: Path) -> Path:
+    model = tmp_path / "fails_in_forward.py"
+    model.write_text("import torch\n\n"
+                     "class M(torch.nn.Module):\n"
+                     "    def forward(self, x):\n"
+                     "        raise RuntimeError('the model says: ' + 'shapes do not match ' * 30)\n\n"
+                     "def build_model():\n    return M()\n\n"
+                     "def example_inputs(batch_size):\n    return torch.randn(batch_size, 4)\n")
+    return model
+
+
+
+def test_a_forward_failure_is_one_line_and_debug_shows_the_models_frames(tmp_path):
+    model = _failing_model(tmp_path)
+    r = run_cli("count", model)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    first = r.stderr.splitlines()[0]
+    assert "the model says: shapes do not match" in first and first.endswith("match ...")
+    assert "--debug" in r.stderr
+    r = run_cli("--debug", "count", model)
+    assert r.exception is not None
+    shown = "".join(traceback.format_exception(*r.exc_info))
+    assert f'File "{model}", line 5, in forward' in shown
+    assert "shapes do not match " * 30 in shown  # the whole message

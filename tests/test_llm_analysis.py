@@ -10,6 +10,7 @@ from tests.conftest import make_hardware
 from tops_advisor.errors import LLMConfigError, UnsupportedPrecisionError
 from tops_advisor.llm import analyze_llm, build_workload, load_config, make_precision
 from tops_advisor.llm.parallel import link_for, tp_comm_time_s
+from tops_advisor.render.json_units import to_json
 
 CITES = {**make_hardware().citations, "peer_link_bandwidth_gb_s": "made-up", "pcie_gen": "made-up",
          "pcie_lanes": "made-up"}
@@ -107,7 +108,7 @@ def test_real_roofline_on_the_catalog():
 
     cat = load_catalog()
     r = analyze_llm(load_config("llama3-8b"), cat.get("h200-sxm"), batch=1, context=1024)
-    d = r.model_dump()
+    d = to_json(r)
     for key in ("latency_ms", "tokens_per_s", "memory_required_gb", "fits_memory", "devices", "bound"):
         assert key in d
     assert d["fits_memory"] and d["devices"] == 1
@@ -118,7 +119,7 @@ def test_real_roofline_on_the_catalog():
 
 
 def test_plan_finds_the_fewest_devices_that_meet_the_targets():
-    from tops_advisor.llm import plan_llm
+    from tops_advisor.recommend import plan_llm
 
     hw = toy(memory_gb=80)
     cfg = load_config("llama2-70b")  # 138 GB of bf16 weights: 2 ranks of 69 GB
@@ -141,7 +142,7 @@ def test_default_precision_follows_the_device():
     assert precision_for(toy()).weight == "bf16"
 
 
-def test_result_is_frozen_and_its_dump_adds_human_units():
+def test_result_is_frozen_and_its_json_adds_human_units():
     import json
 
     from pydantic import ValidationError
@@ -149,8 +150,9 @@ def test_result_is_frozen_and_its_dump_adds_human_units():
     r = run(batch=2, prompt=100, generate=10)
     with pytest.raises(ValidationError):
         r.batch = 3
-    d = r.model_dump()
-    # base units in the model, ms and GB in the dump; the precision flattened; tuples become lists
+    assert not [k for k in r.model_dump() if k.endswith(("_ms", "_gb"))]  # the model holds base units
+    d = to_json(r)
+    # ms and GB in the JSON; the precision flattened; tuples become lists
     assert d["ttft_ms"] == pytest.approx(r.ttft_s * 1e3) and d["time_per_output_token_ms"] == pytest.approx(r.tpot_s * 1e3)
     assert d["request_latency_ms"] == pytest.approx((r.ttft_s + 9 * r.tpot_s) * 1e3)
     assert d["memory_required_gb"] == pytest.approx(r.memory.total_bytes / 1e9)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -73,3 +74,22 @@ def test_heads_not_dividing_hidden(tmp_path):
                                "intermediate_size": 100, "vocab_size": 10}))
     r = invoke(str(cfg), "-H", "h200")
     assert r.exit_code == 2 and "hidden size 4000 is not divisible by 48 attention heads" in r.stderr
+
+
+def _llm_result(bound: str, flops: float, nbytes: float):
+    decode = SimpleNamespace(flops=flops, bytes=nbytes, compute_s=1e-3)
+    return SimpleNamespace(phase="decode", bound=bound, batch=1, decode=decode,
+                           precision=SimpleNamespace(act="bf16"))
+
+
+
+def test_decode_compute_bound_below_the_ridge_is_explained():
+    from tops_advisor.catalog import load_catalog
+    from tops_advisor.render.llm import decode_bound_note
+
+    hw = load_catalog(()).get("rtx-3090")
+    ridge = hw.peak_ops_per_s("bf16") / hw.memory_bandwidth_bytes_per_s
+    note = decode_bound_note(_llm_result("compute", 3.0e9, 1.0e9), hw)
+    assert note and "below the bf16 ridge" in note and f"{ridge:.0f}" in note
+    assert decode_bound_note(_llm_result("memory", 3.0e9, 1.0e9), hw) is None
+    assert decode_bound_note(_llm_result("compute", 2 * ridge * 1e9, 1.0e9), hw) is None  # above the ridge

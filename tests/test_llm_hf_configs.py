@@ -182,7 +182,7 @@ def test_phi3_window_caps_every_layer_and_says_so():
 
 def test_recommend_llm_puts_deepseek_v2_lite_on_one_h200():
     from tops_advisor.catalog import load_catalog
-    from tops_advisor.llm import plan_llm
+    from tops_advisor.recommend import plan_llm
 
     plan = plan_llm(load_config(FIXTURES / "deepseek-v2-lite.json"), load_catalog().get("h200-sxm"))
     assert plan.devices == 1 and plan.meets_targets

@@ -22,16 +22,10 @@ from tops_advisor.calibration import (
 )
 from tops_advisor.cli import cli
 from tops_advisor.errors import InputError, ProbeError
-from tops_advisor.probe import distributed
-from tops_advisor.probe.distributed import (
-    SAFE_ENV,
-    apply_safe_env,
-    bus_factor,
-    collective_sample,
-    nccl_one_line,
-    run_links,
-    size_name,
-)
+from tops_advisor.formatting import size_name
+from tops_advisor.probe import collectives, distributed
+from tops_advisor.probe.collectives import SAFE_ENV, bus_factor, collective_sample, nccl_one_line
+from tops_advisor.probe.distributed import apply_safe_env, run_links
 from tops_advisor.probe.topology import describe, link_kind, read_topology
 
 
@@ -49,7 +43,7 @@ def clean_env(monkeypatch):
     """run_links sets the NVLink-multicast switches in os.environ; restore them after the test."""
     for key in SAFE_ENV:
         monkeypatch.delenv(key, raising=False)
-    monkeypatch.delenv(distributed.FAULT_ENV, raising=False)
+    monkeypatch.delenv(collectives.FAULT_ENV, raising=False)
     return monkeypatch
 
 
@@ -242,7 +236,7 @@ def test_cli_links_only_adds_links_to_an_existing_calibration(clean_env, tmp_pat
 
 @pytest.mark.slow
 def test_cli_fault_env_is_one_line(clean_env):
-    clean_env.setenv(distributed.FAULT_ENV, "fail:0")
+    clean_env.setenv(collectives.FAULT_ENV, "fail:0")
     res = CliRunner().invoke(cli, ["probe", "--all-gpus", "--device", "cpu", "--links-only"])
     assert res.exit_code == 2
     assert "rank 0 failed: RuntimeError: injected failure (test hook)" in res.stderr

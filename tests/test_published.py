@@ -152,17 +152,17 @@ def test_card_band_uses_the_card_then_its_class_then_every_card():
     cards = {"cards": {"t4": {"all": band, "model": band}, "rtx-4090": {"all": few}},
              "classes": {"Ampere workstation": {"all": {**band, "median_abs_error": 0.3}}},
              "all_cards": {"all": {**band, "n": 40, "median_abs_error": 0.4}}}
-    assert card_band(cat["t4"], cards=cards)["basis"] == "t4"
-    assert card_band(cat["rtx-3090-ti"], cards=cards)["median_abs_error"] == 0.3   # its class
-    assert card_band(cat["rtx-4090"], cards=cards)["median_abs_error"] == 0.4      # 2 points: every card
-    assert "t4" in llm_expected_error(cat["t4"], False, cards)["text"]
+    assert card_band(cat["t4"], cards=cards).basis == "t4"
+    assert card_band(cat["rtx-3090-ti"], cards=cards).median_abs_error == 0.3   # its class
+    assert card_band(cat["rtx-4090"], cards=cards).median_abs_error == 0.4      # 2 points: every card
+    assert "t4" in llm_expected_error(cat["t4"], False, cards).text
     h200 = {"hardware": "h200-sxm", "card_class": "H200",
             "bands": [{"family": "cnn", "mode": "graph", "calibrated": c, "median_abs_error": 0.1,
                        "worst_abs_error": 0.3, "n": 9} for c in (False, True)]}
     # datasheet-only on another card: that card's band; calibrated, or on the summary's own card: the H200's
-    assert expected_error("cnn", "graph", False, h200, hardware=cat["t4"], cards=cards)["basis"] == "t4"
-    assert expected_error("cnn", "graph", True, h200, hardware=cat["t4"], cards=cards)["card"] == "H200"
-    assert expected_error("cnn", "graph", False, h200, hardware=cat["h200-sxm"], cards=cards)["card"] == "H200"
+    assert expected_error("cnn", "graph", False, h200, hardware=cat["t4"], cards=cards).basis == "t4"
+    assert expected_error("cnn", "graph", True, h200, hardware=cat["t4"], cards=cards).card == "H200"
+    assert expected_error("cnn", "graph", False, h200, hardware=cat["h200-sxm"], cards=cards).card == "H200"
 
 
 def test_shipped_bands_name_their_command():
@@ -180,8 +180,8 @@ def test_card_band_prefers_the_same_kind_of_workload_over_the_same_card():
     cnn = {"n": 70, "median_abs_error": 0.3, "worst_abs_error": 0.7, "median_error": 0.1}
     cards = {"cards": {"rtx-3090": {"all": llm, "llm": llm}}, "classes": {}, "all_cards": {"all": cnn, "model": cnn}}
     # a CNN on a card scored only on LLM runs: every card's CNN band, not the card's LLM band
-    assert card_band(rtx, "model", cards)["basis"] == "all published cards"
-    assert card_band(rtx, "llm", cards)["basis"] == "rtx-3090"
+    assert card_band(rtx, "model", cards).basis == "all published cards"
+    assert card_band(rtx, "llm", cards).basis == "rtx-3090"
 
 
 def test_amp_rows_count_autocast_and_channels_last_runs_convolutions_as_gemms():
@@ -204,18 +204,18 @@ def test_compiled_and_amp_predictions_quote_their_blind_round_band():
         {"mode": "graph", "dtype": "amp", "calibrated": False, "round": "round X", "median_abs_error": 0.1,
          "worst_abs_error": 0.5, "n": 20}]}
     band = blind_band("compiled", "fp16", False, doc)
-    assert band["n"] == 20 and "round X" in band["text"] and "compiled mode" in band["text"]
+    assert band.n == 20 and "round X" in band.text and "compiled mode" in band.text
     assert blind_band("compiled", "fp16", True, doc) is None      # no calibrated band in this document
     assert blind_band("eager", "amp", False, doc) is None
     h200 = {hw.id: hw for hw in load_catalog()}["h200-sxm"]
     summary = {"hardware": "h200-sxm", "card_class": "H200", "bands": [
         {"family": "cnn", "mode": "graph", "calibrated": False, "median_abs_error": 0.1, "worst_abs_error": 0.3,
          "n": 9}]}
-    assert expected_error("cnn", "graph", False, summary, hardware=h200)["n"] == 9
+    assert expected_error("cnn", "graph", False, summary, hardware=h200).n == 9
     # the shipped blind bands: compiled fp16 and AMP graph, from a round of at least 8 models at two batches
     shipped = json.loads(BLIND_PATH.read_text())
-    assert expected_error("cnn", "compiled", False, summary, hardware=h200)["n"] >= 16
-    assert expected_error("cnn", "graph", False, summary, hardware=h200, dtype="amp")["mode"] == "graph"
+    assert expected_error("cnn", "compiled", False, summary, hardware=h200).n >= 16
+    assert expected_error("cnn", "graph", False, summary, hardware=h200, dtype="amp").mode == "graph"
     assert {(b["mode"], b["dtype"]) for b in shipped["bands"]} >= {("compiled", "fp16"), ("graph", "amp")}
 
 

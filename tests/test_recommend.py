@@ -9,6 +9,8 @@ from tops_advisor.errors import InputError, NothingFeasibleError
 from tops_advisor.recommend import Constraints, recommend
 from tops_advisor.workload import OpRecord, Workload
 
+MODEL = "examples/small_cnn.py"
+
 # Fast: 1000 GB/s x 0.85 = 850 GB/s attainable, 200 W. Slow: 500 GB/s x 0.85 = 425 GB/s, 50 W, edge, no int8.
 FAST = make_hardware()
 SLOW = make_hardware(id="slow-gpu", name="Slow GPU", memory_bandwidth_gb_s=500, tdp_w=50, segment="edge",
@@ -129,9 +131,12 @@ def test_llm_form_cli_json():
     assert bad.exit_code == 2 and "give a MODEL file" in bad.output
 
 
-def test_result_dump_adds_human_units_and_hides_closeness():
+def test_result_json_adds_human_units_and_hides_closeness():
+    from tops_advisor.render.json_units import to_json
+
     res = recommend(stream, [FAST, SLOW], Constraints(latency_s=100e-6, batch=8))
-    d = res.model_dump()
+    assert "latency_ms" not in res.model_dump()["recommendations"][0]  # the model holds base units
+    d = to_json(res)
     rec = d["recommendations"][0]
     # FAST at batch 8: 83.15 us
     assert rec["latency_ms"] == pytest.approx(83.15e-3) and rec["attainable_tops"] == pytest.approx(
@@ -154,3 +159,58 @@ def test_a_model_cuda_graphs_cannot_capture_is_said_in_graph_mode_only():
     assert note in recommend(uncapturable, [FAST, SLOW], Constraints(batch=1, mode="graph")).notes
     assert note not in recommend(uncapturable, [FAST, SLOW], Constraints(batch=1, mode="eager")).notes
     assert note not in recommend(stream, [FAST, SLOW], Constraints(batch=1, mode="graph")).notes
+
+
+# --- the command's forms and the library's notes ----------------------------------------------------------
+def run(*args):
+    from click.testing import CliRunner
+
+    from tops_advisor.cli import cli
+
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("args, message", [
+    (("recommend", MODEL, "--llm", "llama3-8b", "--latency", "10ms"), "not both"),
+    (("recommend", "--llm", "llama3-8b", "--latency", "10ms"), "--latency applies to a MODEL file"),
+    (("recommend", "--llm", "llama3-8b", "--dtype", "int8", "--strict"), "--dtype, --strict apply to a MODEL"),
+    (("recommend", MODEL, "--tokens-per-s", "30"), "--tokens-per-s applies to --llm"),
+    (("recommend", "--ttft", "1s"), "give a MODEL file"),
+])
+def test_recommend_refuses_options_it_would_ignore(args, message):
+    r = run(*args)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 2  # the error and its hint
+
+
+
+def test_top_must_be_at_least_one():
+    from tops_advisor.recommend import Constraints
+
+    for command in (("recommend", MODEL), ("analyze", MODEL, "-H", "h200")):
+        r = run(*command, "--top", "0")
+        assert r.exit_code == 2 and "0 is not in the range x>=1" in r.stderr
+    with pytest.raises(InputError, match="--top must be at least 1"):
+        Constraints(top=0)
+
+
+
+def test_recommend_builds_its_notes_and_error_bands_in_the_library():
+    """The CLI used to append to the result's notes and add the bands to the JSON: now the library does both,
+    and the result cannot be changed after the fact."""
+    from tops_advisor.catalog import load_catalog
+    from tops_advisor.recommend import Constraints, recommend
+    from tops_advisor.workload import OpRecord, Workload
+
+    def at(batch, dtype):
+        op = OpRecord(name="aten.mm", kind="matmul", module="fc", flops=2e9 * batch, bytes_read=4e6 * batch,
+                      bytes_written=1e6 * batch, dtype=dtype)
+        return Workload(name="toy", batch=batch, dtype=dtype, ops=(op,), unsupported_ops={"aten.fancy_op": 2})
+
+    res = recommend(at, list(load_catalog(())), Constraints(max_batch=2, top=3))
+    assert "unsupported operators counted as zero: aten.fancy_op x2" in res.notes
+    assert len(res.recommendations) == 3
+    assert all(r.expected_error and r.expected_error.text for r in res.recommendations)
+    assert isinstance(res.notes, tuple)
+    assert res.model_dump()["notes"] == list(res.notes)

@@ -218,8 +218,8 @@ def test_bands_summarise_and_look_up():
     summary = summarise_rows(rows, "H200", "docs/accuracy.md")
     band = expected_error("cnn", "graph", True, summary)
     # calibrated errors 0.05, 0.1, 0.2: median 0.1, worst 0.2
-    assert band["median_abs_error"] == pytest.approx(0.1) and band["worst_abs_error"] == pytest.approx(0.2)
-    assert band["text"] == ("expected error on H200-class measurements: median 10%, worst 20% "
+    assert band.median_abs_error == pytest.approx(0.1) and band.worst_abs_error == pytest.approx(0.2)
+    assert band.text == ("expected error on H200-class measurements: median 10%, worst 20% "
                             "(CNNs, graph mode, calibrated; n=3)")
     assert expected_error("transformer", "graph", True, summary) is None
     assert "datasheet defaults" in describe(expected_error("cnn", "graph", False, summary))
@@ -234,7 +234,7 @@ def test_shipped_summary_has_every_band():
         for mode in ("graph", "eager"):
             for calibrated in (False, True):
                 band = expected_error(family, mode, calibrated, summary)
-                assert band is not None and 0 <= band["median_abs_error"] <= band["worst_abs_error"]
+                assert band is not None and 0 <= band.median_abs_error <= band.worst_abs_error
 
 
 # --- the held-out family ---------------------------------------------------------------------------------
@@ -269,3 +269,17 @@ def test_analyze_carries_the_expected_error_band():
     res = run(["analyze", "examples/vit_b16.py", "-H", "h200", "--no-calibration"])
     # the band is a bullet wrapped to the console's width: compare with the line breaks taken out
     assert "(transformers, graph mode, datasheet defaults; n=" in " ".join(res.stdout.split())
+
+
+def test_a_band_without_blind_rounds_has_no_such_key_in_json():
+    from tops_advisor.render.json_units import band_json
+
+    summary = {"card_class": "H200", "bands": [{"family": "cnn", "mode": "graph", "calibrated": True,
+                                                "median_abs_error": 0.1, "worst_abs_error": 0.2, "n": 3}]}
+    band = expected_error("cnn", "graph", True, summary)
+    assert band.source == "report" and band.blind_rounds == ()
+    assert list(band_json(band)) == ["family", "mode", "calibrated", "median_abs_error", "worst_abs_error", "n",
+                                     "card", "text"]
+    rounds = {**summary, "blind_rounds": [{"median_abs_error": 0.2, "worst_abs_error": 0.7}]}
+    assert band_json(expected_error("cnn", "graph", True, rounds))["blind_rounds"] == [
+        {"median_abs_error": 0.2, "worst_abs_error": 0.7}]

@@ -12,6 +12,9 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
 
 FAMILIES = ("cnn", "transformer")
 SUMMARY_PATH = Path(__file__).parent / "data" / "accuracy_h200.json"
@@ -21,6 +24,44 @@ CARDS_PATH = Path(__file__).parent / "data" / "accuracy_cards.json"
 # Bands from blind rounds for what the model-file report does not cover: compiled mode and autocast (AMP);
 # written by ``benchmarks/blind_round.py score ... --write-band``.
 BLIND_PATH = Path(__file__).parent / "data" / "accuracy_h200_blind.json"
+
+
+BandSource = Literal["report", "blind", "published"]
+
+
+class RoundBand(BaseModel):
+    """One blind round's |error| band (fractions)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    median_abs_error: float
+    worst_abs_error: float
+
+
+class ErrorBand(BaseModel):
+    """How far off predictions of one kind have been: median and worst absolute relative error (fractions)
+    over ``n`` measured points, and a one-line ``text``.
+
+    ``source`` says which measurements: ``report`` (the H200 accuracy report, per family, mode and
+    calibration), ``blind`` (a blind round: compiled mode and AMP) or ``published`` (published measurements
+    of this card, or of the cards named by ``basis`` when it has too few points of its own). Fields a source
+    does not have are None (or empty)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: BandSource
+    median_abs_error: float
+    worst_abs_error: float
+    n: int
+    card: str                          # the card (or card class) the measurements were taken on
+    text: str
+    family: str | None = None          # cnn | transformer
+    mode: str | None = None
+    calibrated: bool | None = None
+    dtype: str | None = None           # blind: the precision the round measured
+    round: str | None = None           # blind: which round
+    basis: str | None = None           # published: whose measurements (the card, its class or all cards)
+    blind_rounds: tuple[RoundBand, ...] = ()  # report: each blind round's band, for the text's second part
 
 
 def model_family(op_kinds) -> str:
@@ -43,9 +84,8 @@ def load_summary(path: str | None = None) -> dict | None:
 
 
 def expected_error(family: str, mode: str, calibrated: bool, summary: dict | None = None, hardware=None,
-                   cards: dict | None = None, dtype: str | None = None) -> dict | None:
-    """The band for one (family, mode, calibrated): a dict with median_abs_error, worst_abs_error (fractions),
-    n, card, family, mode, calibrated and a one-line ``text``; None when the report has no such band.
+                   cards: dict | None = None, dtype: str | None = None) -> ErrorBand | None:
+    """The band for one (family, mode, calibrated) from the report; None when the report has no such band.
 
     ``hardware`` (a catalog Hardware): for a datasheet-only prediction on a card other than the one the H200
     summary was measured on, the band from published measurements of that card (``card_band``) instead.
@@ -54,25 +94,24 @@ def expected_error(family: str, mode: str, calibrated: bool, summary: dict | Non
     if hardware is not None and not calibrated and hardware.id != (summary or {}).get("hardware"):
         band = card_band(hardware, "model", cards)
         if band is not None:
-            return {**band, "family": family, "mode": mode, "calibrated": False}
+            return band.model_copy(update={"family": family, "mode": mode, "calibrated": False})
     if mode == "compiled" or dtype == "amp":
         return blind_band(mode, "amp" if dtype == "amp" else "fp16", calibrated)
     if not summary:
         return None
     for band in summary.get("bands", []):
         if (band["family"], band["mode"], bool(band["calibrated"])) == (family, mode, bool(calibrated)):
-            out = dict(band)
-            out["card"] = summary.get("card_class", summary.get("card", "?"))
-            out["text"] = describe(out)
+            out = ErrorBand(source="report", family=band["family"], mode=band["mode"],
+                            calibrated=band["calibrated"], median_abs_error=band["median_abs_error"],
+                            worst_abs_error=band["worst_abs_error"], n=band["n"],
+                            card=summary.get("card_class", summary.get("card", "?")), text="")
             blind = summary.get("blind_rounds")
-            if blind:
-                out["blind_rounds"] = blind
-                out["text"] += "; " + describe_blind(blind)
-            return out
+            text = describe(out) + ("; " + describe_blind(blind) if blind else "")
+            return out.model_copy(update={"text": text, "blind_rounds": tuple(RoundBand(**r) for r in blind or ())})
     return None
 
 
-def blind_band(mode: str, dtype: str, calibrated: bool, doc: dict | None = None) -> dict | None:
+def blind_band(mode: str, dtype: str, calibrated: bool, doc: dict | None = None) -> ErrorBand | None:
     """The |error| band a blind round measured for ``mode`` and ``dtype`` on the H200 (compiled mode and AMP,
     which the model-file report does not cover), with a one-line ``text``; None without one."""
     doc = doc if doc is not None else load_summary(str(BLIND_PATH))
@@ -82,16 +121,19 @@ def blind_band(mode: str, dtype: str, calibrated: bool, doc: dict | None = None)
             text = (f"expected error on H200-class measurements of models never seen before ({band['round']}): "
                     f"median {band['median_abs_error']:.0%}, worst {band['worst_abs_error']:.0%} ({mode} mode, "
                     f"{dtype}, {cal}; n={band['n']})")
-            return {**band, "card": doc.get("hardware", "?"), "calibrated": bool(calibrated), "text": text}
+            return ErrorBand(source="blind", mode=band["mode"], dtype=band["dtype"], calibrated=bool(calibrated),
+                             round=band["round"], median_abs_error=band["median_abs_error"],
+                             worst_abs_error=band["worst_abs_error"], n=band["n"], card=doc.get("hardware", "?"),
+                             text=text)
     return None
 
 
-def describe(band: dict) -> str:
+def describe(band: ErrorBand) -> str:
     """'expected error on H200-class measurements: median 9%, worst 27% (transformers, graph mode, calibrated)'."""
-    family = {"cnn": "CNNs", "transformer": "transformers"}.get(band["family"], band["family"])
-    cal = "calibrated" if band["calibrated"] else "datasheet defaults"
-    return (f"expected error on {band['card']}-class measurements: median {band['median_abs_error']:.0%}, "
-            f"worst {band['worst_abs_error']:.0%} ({family}, {band['mode']} mode, {cal}; n={band['n']})")
+    family = {"cnn": "CNNs", "transformer": "transformers"}.get(band.family, band.family)
+    cal = "calibrated" if band.calibrated else "datasheet defaults"
+    return (f"expected error on {band.card}-class measurements: median {band.median_abs_error:.0%}, "
+            f"worst {band.worst_abs_error:.0%} ({family}, {band.mode} mode, {cal}; n={band.n})")
 
 
 def describe_blind(rounds: list[dict]) -> str:
@@ -129,12 +171,12 @@ KIND_WORDS = {"model": "model files", "llm": "LLM runs", "gemm": "single GEMMs",
 MIN_CARD_POINTS = 4  # fewer points than this say little about a card: its class's band is used instead
 
 
-def card_band(hardware, kind: str = "model", cards: dict | None = None) -> dict | None:
+def card_band(hardware, kind: str = "model", cards: dict | None = None) -> ErrorBand | None:
     """The |error| band of datasheet predictions against published measurements (data/accuracy_cards.json)
     for this card and kind of workload ('model' files, 'llm' runs): the card's own points when it has at
     least ``MIN_CARD_POINTS`` of that kind, else its class's (architecture and segment), else every card's;
-    only when no level has that kind, the same levels over all kinds. None when the file is missing. The dict
-    has median_abs_error, worst_abs_error, n, card, basis and a one-line ``text``."""
+    only when no level has that kind, the same levels over all kinds. None when the file is missing. The band's
+    ``card`` is this card; ``basis`` whose measurements it holds."""
     doc = cards if cards is not None else load_summary(str(CARDS_PATH))
     if not doc:
         return None
@@ -145,20 +187,21 @@ def card_band(hardware, kind: str = "model", cards: dict | None = None) -> dict 
         for bands, basis in levels:
             band = (bands or {}).get(key)
             if band and band["n"] >= MIN_CARD_POINTS:
-                out = {"median_abs_error": band["median_abs_error"], "worst_abs_error": band["worst_abs_error"],
-                       "n": band["n"], "card": hardware.id, "basis": basis}
-                out["text"] = (f"expected error from published measurements on {basis} (datasheet defaults, "
-                               f"{KIND_WORDS.get(key, key)}; n={band['n']}): median "
-                               f"{band['median_abs_error']:.0%}, worst {band['worst_abs_error']:.0%}")
-                return out
+                text = (f"expected error from published measurements on {basis} (datasheet defaults, "
+                        f"{KIND_WORDS.get(key, key)}; n={band['n']}): median "
+                        f"{band['median_abs_error']:.0%}, worst {band['worst_abs_error']:.0%}")
+                return ErrorBand(source="published", median_abs_error=band["median_abs_error"],
+                                 worst_abs_error=band["worst_abs_error"], n=band["n"], card=hardware.id,
+                                 basis=basis, text=text)
     return None
 
 
-def llm_expected_error(hardware, calibrated: bool, cards: dict | None = None) -> dict | None:
+def llm_expected_error(hardware, calibrated: bool, cards: dict | None = None) -> ErrorBand | None:
     """The band ``llm`` quotes: published LLM measurements of this card (else its class, else every card),
     all of them predicted from the datasheet; a calibrated run says so, since no calibrated LLM run of another
     card has been scored."""
     band = card_band(hardware, "llm", cards)
     if band is not None and calibrated:
-        band["text"] += " (a calibration replaces the device rates; this band is of datasheet predictions)"
+        return band.model_copy(update={
+            "text": band.text + " (a calibration replaces the device rates; this band is of datasheet predictions)"})
     return band

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .accuracy import ErrorBand
 from .calibration import Calibration, find_calibration, load_calibration
 from .catalog import Catalog, Hardware, load_catalog
 from .errors import CountingError
@@ -116,21 +117,15 @@ def _counting_for(mode: str) -> tuple[str, bool]:
 @dataclass(frozen=True)
 class ModelAnalysis:
     """One model on one device: the workload counted, the prediction in the mode asked for and in the other
-    one (for advice), the advice, and the expected-error band quoted beside it."""
+    one (for advice), the advice, and the expected-error band quoted beside it. Its ``--json`` form is
+    ``render.json_units.analysis_json``."""
 
     workload: Workload
     prediction: Prediction
     other: Prediction | None   # None in compiled mode
     advice: list
-    band: dict | None
+    band: ErrorBand | None
     perf: object  # roofline.DevicePerf: the rates the prediction used (the roofline chart draws them)
-
-    def model_dump(self) -> dict:
-        d = self.prediction.model_dump()
-        d.update(advice=self.advice, unsupported_ops=dict(self.workload.unsupported_ops),
-                 assumptions=list(self.workload.assumptions), notes=list(self.workload.notes),
-                 expected_error=self.band)
-        return d
 
 
 def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", mode: str = "graph",

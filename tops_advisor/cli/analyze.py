@@ -70,7 +70,9 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
 
         roofline_plot(result.prediction, result.perf, plot_path)
     if as_json:
-        echo_json(result.model_dump() | {"plot": str(plot_path) if plot_path else None})
+        from ..render.json_units import analysis_json
+
+        echo_json(analysis_json(result, plot=str(plot_path) if plot_path else None))
         return
     from ..render.analyze import render_analysis
 

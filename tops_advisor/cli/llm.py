@@ -64,10 +64,9 @@ def llm(config, hardware_name, phase, batch, context, prompt, generate, weight_d
                              predictor=predictor)
     band = llm_expected_error(hw, cal is not None)
     if as_json:
-        d = result.model_dump()
-        d["calibration"] = source or None
-        d["expected_error"] = band
-        echo_json(d)
+        from ..render.json_units import to_json
+
+        echo_json({**to_json(result), "calibration": source or None, "expected_error": to_json(band)})
         return
     from ..render.llm import render_llm
 

@@ -75,7 +75,9 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
         res = run_recommend(costs.at, list(catalog), c,
                             calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
     if as_json:
-        echo_json(res.model_dump())
+        from ..render.json_units import to_json
+
+        echo_json(to_json(res))
         return
     from ..render.recommend import render_recommendations
 
@@ -129,7 +131,9 @@ def _recommend_llm(config, c, tokens_per_s, ttft, batch, prompt, generate, max_d
                             calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
     warnings = list(getattr(cfg, "warnings", ()))  # config keys that may change cost but are not modelled
     if as_json:
-        echo_json({**res.model_dump(), "warnings": warnings})
+        from ..render.json_units import to_json
+
+        echo_json({**to_json(res), "warnings": warnings})
         return
     from ..render.recommend import render_llm_recommendations
     from ..render.tables import bullet

@@ -63,7 +63,9 @@ def validate(model, batch_text, dtype, mode, calibration_path, per_op, plot_path
                             plot_path=plot_path, device=device, repeats=repeats, warmup=warmup,
                             command="tops-advisor " + " ".join(sys.argv[1:]), progress=say.print)
     if as_json:
-        echo_json(report.model_dump())
+        from ..render.json_units import to_json
+
+        echo_json(to_json(report))
     else:
         from ..render.validate import render_validation
 

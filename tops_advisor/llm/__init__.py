@@ -2,10 +2,11 @@
 
 Built analytically (no tracing, no torch, no download): ``load_config`` reads a Hugging Face style
 ``config.json`` or a preset, ``build_workload`` turns it into a ``Workload`` for the roofline, and
-``analyze_llm`` gives the end-to-end answer (TTFT, time per token, memory, fit, devices, bound).
+``analyze_llm`` gives the end-to-end answer (TTFT, time per token, memory, fit, devices, bound). The fewest
+devices that meet targets (``plan_llm``) is the recommender's: ``tops_advisor.recommend``.
 """
 
-from .analysis import LLMAnalysis, LLMPlan, analyze_llm, plan_llm
+from .analysis import LLMAnalysis, analyze_llm
 from .builder import build_workload
 from .config import LLMConfig, config_from_dict
 from .load import load_config
@@ -14,7 +15,7 @@ from .precision import Precision, make_precision
 from .presets import PRESETS
 
 __all__ = [
-    "LLMAnalysis", "LLMConfig", "LLMPlan", "MemoryBreakdown", "PRESETS", "Precision", "analyze_llm", "build_workload",
+    "LLMAnalysis", "LLMConfig", "MemoryBreakdown", "PRESETS", "Precision", "analyze_llm", "build_workload",
     "config_from_dict", "kv_bytes_per_token", "load_config", "make_precision", "memory_breakdown",
-    "plan_llm", "weight_bytes",
+    "weight_bytes",
 ]

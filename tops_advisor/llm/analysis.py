@@ -20,9 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Annotated
-
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, computed_field
 
 from ..catalog import Hardware
 from ..errors import InputError, LLMConfigError, UnsupportedPrecisionError
@@ -37,8 +34,9 @@ from .memory import (
     memory_breakdown,
     window_caps,
 )
-from .parallel import MAX_TP, NVLINK_NODE_GPUS, Link, link_for, rank_shape, tp_comm_time_s, valid_tp_degrees
+from .parallel import MAX_TP, NVLINK_NODE_GPUS, Link, link_for, rank_shape, tp_comm_time_s
 from .precision import Precision, make_precision
+from .results import LLMAnalysis, PhaseResult
 
 # Explicit defaults for a question that names no lengths: a 1024-token context (a common benchmark prompt
 # length), and 128 generated tokens.
@@ -51,186 +49,6 @@ CROSSOVER_SEARCH_MAX_BATCH = 4096
 BOUNDS = ("compute", "memory", "overhead", "communication")
 
 Predictor = Callable[..., object]  # (workload, hardware, calibration, mode) -> object with latency_s, bound
-
-
-# A tuple in the model (frozen, hashable), a list in its dump (JSON's shape).
-Lines = Annotated[tuple[str, ...], PlainSerializer(list, return_type=list)]
-_FROZEN = ConfigDict(frozen=True)
-
-
-class PhaseResult(BaseModel):
-    """One forward pass (a prefill, or one decode step) on each of ``tp`` devices."""
-
-    model_config = _FROZEN
-
-    phase: str
-    batch: int
-    context: int
-    latency_s: float          # roofline time of one rank + all-reduces
-    compute_s: float          # the roofline's part
-    communication_s: float    # tensor-parallel all-reduces
-    bound: str                # compute | memory | overhead | communication
-    tokens_per_s: float       # tokens this pass produces or consumes per second (all sequences)
-    flops: float              # per rank
-    bytes: float              # per rank
-    kernels: int              # per rank
-
-    @computed_field
-    @property
-    def latency_ms(self) -> float:
-        return self.latency_s * 1e3
-
-
-class LLMAnalysis(BaseModel):
-    """The answer in base units; the dump adds the human ones (ms, GB) and flattens the precision."""
-
-    model_config = _FROZEN
-
-    model: str
-    hardware: str
-    mode: str
-    layout: str = Field(exclude=True)    # dumped as kernel_layout
-    precision: Precision = Field(exclude=True)  # dumped as weight_dtype, act_dtype, kv_dtype, precision_note
-    tp: int
-    batch: int
-    phase: str
-    context: int
-    prompt: int | None
-    generate: int | None
-    requested: PhaseResult = Field(exclude=True)  # prefill or decode, whichever ``phase`` asked for
-    prefill: PhaseResult
-    decode: PhaseResult
-    memory: MemoryBreakdown = Field(exclude=True)  # per device; dumped as memory_* in GB
-    link: str | None                     # what tensor parallelism talks over
-    request_latency_s: float | None = Field(exclude=True)
-    max_batch: int                       # at this context (0: not even one sequence fits)
-    max_context: int                     # at this batch (tokens per sequence; 0: none fits)
-    devices_needed: int | None           # fewest devices that hold it (None: not within MAX_TP)
-    decode_compute_bound_batch: int | None  # smallest batch where a decode step is compute-bound
-    gemm_ridge_batch: float | None       # decode batch where the weight GEMMs reach the datasheet ridge
-    reasons: Lines = ()                  # why it cannot run as asked
-    suggestions: Lines = ()              # what would make it possible
-    notes: Lines = ()
-    warnings: Lines = ()                 # config keys that may change cost but are not modelled
-
-    # headline numbers (base units)
-    @property
-    def latency_s(self) -> float:
-        return self.requested.latency_s
-
-    @computed_field
-    @property
-    def tokens_per_s(self) -> float:
-        return self.requested.tokens_per_s
-
-    @property
-    def ttft_s(self) -> float:
-        return self.prefill.latency_s
-
-    @property
-    def tpot_s(self) -> float:
-        return self.decode.latency_s
-
-    @computed_field
-    @property
-    def fits_memory(self) -> bool:
-        return self.memory.fits
-
-    @property
-    def memory_required_bytes(self) -> float:
-        return self.memory.total_bytes
-
-    @computed_field
-    @property
-    def bound(self) -> str:
-        return self.requested.bound
-
-    @computed_field
-    @property
-    def possible(self) -> bool:
-        return not self.reasons
-
-    # what the JSON adds: names, the precision flattened, human units
-    @computed_field
-    @property
-    def kernel_layout(self) -> str:
-        return self.layout
-
-    @computed_field
-    @property
-    def weight_dtype(self) -> str:
-        return self.precision.weight
-
-    @computed_field
-    @property
-    def act_dtype(self) -> str:
-        return self.precision.act
-
-    @computed_field
-    @property
-    def kv_dtype(self) -> str:
-        return self.precision.kv
-
-    @computed_field
-    @property
-    def precision_note(self) -> str:
-        return self.precision.describe()
-
-    @computed_field
-    @property
-    def devices(self) -> int:
-        return self.tp
-
-    @computed_field
-    @property
-    def latency_ms(self) -> float:
-        return self.latency_s * 1e3
-
-    @computed_field
-    @property
-    def ttft_ms(self) -> float:
-        return self.ttft_s * 1e3
-
-    @computed_field
-    @property
-    def time_per_output_token_ms(self) -> float:
-        return self.tpot_s * 1e3
-
-    @computed_field
-    @property
-    def decode_tokens_per_s_per_request(self) -> float:
-        return 1.0 / self.tpot_s
-
-    @computed_field
-    @property
-    def decode_tokens_per_s(self) -> float:
-        return self.batch / self.tpot_s
-
-    @computed_field
-    @property
-    def request_latency_ms(self) -> float | None:
-        return None if self.request_latency_s is None else self.request_latency_s * 1e3
-
-    @computed_field
-    @property
-    def memory_required_gb(self) -> float:
-        return self.memory_required_bytes / 1e9
-
-    @computed_field
-    @property
-    def memory_capacity_gb(self) -> float:
-        return self.memory.capacity_bytes / 1e9
-
-    @computed_field
-    @property
-    def memory_per_device_gb(self) -> dict[str, float]:
-        return {k.removesuffix("_bytes"): v / 1e9 for k, v in self.memory.model_dump().items()
-                if k.endswith("_bytes")}
-
-    @computed_field
-    @property
-    def kv_cache_bytes_per_token(self) -> float:
-        return self.memory.kv_bytes_per_token
 
 
 def roofline_predictor(hardware: Hardware, calibration=None, calibration_source: str = "") -> Predictor:
@@ -471,57 +289,6 @@ def _suggest(cfg: LLMConfig, runner: _Runner, batch: int, n: _Lengths, need: int
     if 0 < mc < kv_tokens:
         out.append(f"{mc} tokens per sequence or fewer fit at batch {batch}")
     return out
-
-
-class LLMPlan(BaseModel):
-    """The fewest devices of one kind that hold a model and meet the targets (for ``recommend --llm``)."""
-
-    model_config = _FROZEN
-
-    hardware: str
-    devices: int | None          # None: no tensor-parallel degree up to max_devices works
-    meets_targets: bool
-    why: str                     # one line: what was met, or what failed
-    analysis: LLMAnalysis | None  # at ``devices`` (or at the largest degree tried when nothing meets)
-
-
-def plan_llm(cfg: LLMConfig, hardware: Hardware, *, tokens_per_s: float | None = None,
-             ttft_s: float | None = None, batch: int = 1, prompt: int = DEFAULT_CONTEXT,
-             generate: int = DEFAULT_GENERATE, precision: Precision | None = None, mode: str = "graph",
-             layout: str = "torch", max_devices: int = NVLINK_NODE_GPUS, calibration=None,
-             predictor: Predictor | None = None) -> LLMPlan:
-    """Try tensor-parallel degrees 1, 2, 4, ... (those that divide the model) up to ``max_devices`` and
-    return the first whose ranks fit and that meets ``tokens_per_s`` (decode tokens/s per request) and
-    ``ttft_s`` (prefill of ``prompt`` tokens at ``batch``)."""
-    p = precision or precision_for(hardware)
-    predictor = predictor or roofline_predictor(hardware, calibration)
-    last: LLMAnalysis | None = None
-    why = f"no valid tensor-parallel degree up to {max_devices}"
-    for n in valid_tp_degrees(cfg, max_devices):
-        if n > 1 and link_for_or_none(hardware) is None:
-            why = f"{why}; {hardware.id} has no peer link or PCIe data for tensor parallelism"
-            break
-        try:
-            a = analyze_llm(cfg, hardware, batch=batch, prompt=prompt, generate=generate, precision=p, tp=n,
-                            mode=mode, layout=layout, calibration=calibration, predictor=predictor,
-                            find_crossover=False, suggest=False)
-        except UnsupportedPrecisionError as exc:
-            return LLMPlan(hardware=hardware.id, devices=None, meets_targets=False, why=str(exc), analysis=None)
-        last = a
-        if not a.fits_memory:
-            why = a.reasons[0] if a.reasons else "does not fit"
-            continue
-        slow = []
-        if tokens_per_s is not None and 1.0 / a.tpot_s < tokens_per_s:
-            slow.append(f"{1.0 / a.tpot_s:.3g} tokens/s per request < {tokens_per_s:g}")
-        if ttft_s is not None and a.ttft_s > ttft_s:
-            slow.append(f"TTFT {a.ttft_s * 1e3:.3g} ms > {ttft_s * 1e3:.3g} ms")
-        if not slow:
-            return LLMPlan(hardware=hardware.id, devices=n, meets_targets=True, analysis=a,
-                           why=f"{n} device{'s' if n > 1 else ''}: {1.0 / a.tpot_s:.3g} tokens/s per request, "
-                               f"TTFT {a.ttft_s * 1e3:.3g} ms")
-        why = f"at {n} device{'s' if n > 1 else ''}: " + "; ".join(slow)
-    return LLMPlan(hardware=hardware.id, devices=None, meets_targets=False, why=why, analysis=last)
 
 
 def link_for_or_none(hw: Hardware) -> Link | None:

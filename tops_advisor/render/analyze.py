@@ -6,6 +6,7 @@ from collections import defaultdict
 
 from rich.table import Table
 
+from ..accuracy import ErrorBand
 from ..formatting import format_seconds
 from ..roofline import Prediction
 from .tables import FittedTable, bullet, name_column, new_table, number_column, word_column
@@ -109,14 +110,14 @@ def relevant_assumptions(pred: Prediction) -> list[str]:
     return out
 
 
-def render_analysis(pred: Prediction, hw_name: str, advice: list[str], band: dict | None, top: int, out,
+def render_analysis(pred: Prediction, hw_name: str, advice: list[str], band: ErrorBand | None, top: int, out,
                     workload=None) -> None:
     """``analyze``'s output on the rich console ``out``: summary, error band, time by kind, top operators,
     advice, the assumptions that bear on this prediction, and the counted ``workload``'s notes and assumed
     values."""
     out.print(summary_table(pred, hw_name))
     if band:
-        bullet(out, band["text"], mark=" ", style="dim")
+        bullet(out, band.text, mark=" ", style="dim")
     out.print()
     out.print(by_kind_table(pred))
     out.print()

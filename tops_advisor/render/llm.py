@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from ..accuracy import ErrorBand
 from ..formatting import fmt_gb, format_seconds
 from ..llm.analysis import CROSSOVER_SEARCH_MAX_BATCH
 from ..llm.parallel import MAX_TP
@@ -84,7 +85,7 @@ def decode_bound_note(r, hw) -> str | None:
             "useful work; kernels made for this shape (GEMV, split-K decode attention) would be memory-bound")
 
 
-def render_llm(r, hw, source: str, out, band: dict | None = None) -> None:
+def render_llm(r, hw, source: str, out, band: ErrorBand | None = None) -> None:
     """The table, then why it is not possible and what would make it possible, the notes, the expected-error
     ``band`` (``accuracy.llm_expected_error``) and the warnings, on the rich console ``out``."""
     out.print(llm_table(r, hw, source))
@@ -97,6 +98,6 @@ def render_llm(r, hw, source: str, out, band: dict | None = None) -> None:
     for n in r.notes:
         bullet(out, n, mark="note:", indent=0)
     if band:
-        bullet(out, band["text"], mark=" ", style="dim")
+        bullet(out, band.text, mark=" ", style="dim")
     for w in r.warnings:
         bullet(out, w, mark="warning:", indent=0)

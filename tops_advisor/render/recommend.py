@@ -53,7 +53,7 @@ def recommendations_table(res: RecommendResult) -> Table:
         row = [_device(r), str(r.batch) if one_dtype else f"{r.batch}, {r.dtype}", format_seconds(r.latency_s),
                f"{r.throughput_per_s:,.0f}", _tops(r), r.bound, ratio]
         if banded:
-            row.append(f"{r.expected_error['median_abs_error']:.0%}" if r.expected_error else "-")
+            row.append(f"{r.expected_error.median_abs_error:.0%}" if r.expected_error else "-")
         t.add_row(*row)
     return t
 

@@ -68,7 +68,7 @@ def render_validation(report: ValidationReport, out) -> None:
             bullet(out, f"batch {m.batch} did not run: {m.error}", mark="!")
     bullet(out, f"error = (predicted - measured) / measured; {cal}", mark=" ", style="dim")
     for band in report.expected_error.values():
-        bullet(out, band["text"], mark=" ", style="dim")
+        bullet(out, band.text, mark=" ", style="dim")
     for at in report.per_op:
         out.print(kinds_table(at.batch, at.kinds))
     if report.note:

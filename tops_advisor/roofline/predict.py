@@ -52,7 +52,7 @@ class OpPrediction:
 
 @dataclass(frozen=True)
 class Prediction:
-    """One workload on one device in one mode. Base units; ``model_dump`` adds the human ones."""
+    """One workload on one device in one mode. Base units, in ``model_dump`` too."""
 
     hardware: str
     workload: str
@@ -108,26 +108,25 @@ class Prediction:
         return sorted(self.ops, key=lambda o: o.latency_s, reverse=True)[:n]
 
     def model_dump(self, with_ops: bool = True) -> dict:
+        """Base units (``render/json_units.py`` makes the ms, TOPS and GB keys of ``--json``)."""
         d = {
             "hardware": self.hardware, "workload": self.workload, "batch": self.batch, "dtype": self.dtype,
             "precision": self.precision, "mode": self.mode, "calibrated": self.calibrated,
             "calibration_source": self.calibration_source,
-            "latency_ms": self.latency_s * 1e3, "throughput_per_s": self.throughput_per_s,
-            "attainable_tops": self.attainable_ops_per_s / 1e12, "peak_tops": self.peak_ops_per_s / 1e12,
-            "utilisation": self.utilisation, "bound": self.bound,
-            "time_by_bound_ms": {k: v * 1e3 for k, v in self.time_by_bound_s.items()},
-            "device_time_ms": self.device_time_s * 1e3, "host_time_ms": self.host_time_s * 1e3,
+            "latency_s": self.latency_s, "throughput_per_s": self.throughput_per_s,
+            "attainable_ops_per_s": self.attainable_ops_per_s, "peak_ops_per_s": self.peak_ops_per_s,
+            "utilisation": self.utilisation, "bound": self.bound, "time_by_bound_s": dict(self.time_by_bound_s),
+            "device_time_s": self.device_time_s, "host_time_s": self.host_time_s,
             "flops": self.flops, "bytes": self.bytes, "kernels": self.kernels,
-            "fits_memory": self.fits_memory, "memory_required_gb": self.memory_required_bytes / 1e9,
-            "memory_capacity_gb": self.memory_capacity_bytes / 1e9, "assumptions": list(self.assumptions),
+            "fits_memory": self.fits_memory, "memory_required_bytes": self.memory_required_bytes,
+            "memory_capacity_bytes": self.memory_capacity_bytes, "assumptions": list(self.assumptions),
         }
         if with_ops:
             d["ops"] = [{
                 "name": o.name, "kind": o.kind, "module": o.module, "precision": o.precision,
-                "flops": o.flops, "bytes": o.bytes, "kernels": o.kernels, "latency_ms": o.latency_s * 1e3,
-                "compute_ms": o.compute_s * 1e3, "memory_ms": o.memory_s * 1e3,
-                "overhead_ms": o.overhead_s * 1e3, "bound": o.bound,
-                "attainable_tops": o.attainable_ops_per_s / 1e12,
+                "flops": o.flops, "bytes": o.bytes, "kernels": o.kernels, "latency_s": o.latency_s,
+                "compute_s": o.compute_s, "memory_s": o.memory_s, "overhead_s": o.overhead_s, "bound": o.bound,
+                "attainable_ops_per_s": o.attainable_ops_per_s,
             } for o in self.ops]
         return d
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from ..accuracy import expected_error
+from ..accuracy import ErrorBand, expected_error
 from ..errors import InputError, UnknownHardwareError, UnsupportedPrecisionError
 from ..formatting import format_seconds
 from .compare import KindRow, LatencyRow, compare_by_kind, compare_latency
@@ -32,7 +32,8 @@ class KindsAtBatch(BaseModel):
 
 
 class ValidationReport(BaseModel):
-    """What ``validate`` measured and predicted; ``model_dump()`` is the command's ``--json`` output."""
+    """What ``validate`` measured and predicted, in seconds; ``render.json_units.to_json`` gives the command's
+    ``--json`` output."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
@@ -45,7 +46,7 @@ class ValidationReport(BaseModel):
     calibration_source: str       # "" when no calibration was used
     note: str
     family: str | None
-    expected_error: dict[str, dict]
+    expected_error: dict[str, ErrorBand]
     rows: tuple[LatencyRow, ...]
     per_op: tuple[KindsAtBatch, ...]
     environment: dict[str, str]

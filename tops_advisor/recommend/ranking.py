@@ -1,0 +1,50 @@
+"""The one ranker both recommenders use: filter the catalog by the constraints, evaluate each device left
+(a record, or a ``Rejection`` saying why not), sort by the ``rank_by`` score and keep the best ``top``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from ..catalog import Hardware
+from ..errors import NothingFeasibleError
+from .constraints import NOT_ASKED, Constraints, filters_text, prefilter
+from .results import Rejection
+
+R = TypeVar("R")
+Scores = dict[str, Callable[[R], float]]  # rank_by -> score of a record (larger is better)
+
+
+def candidates(devices: Iterable[Hardware], c: Constraints) -> tuple[list[Hardware], list[Rejection]]:
+    """Devices that pass the filters, and the others with why (devices outside --hardware are dropped)."""
+    kept, rejected = [], []
+    for hw in devices:
+        why = prefilter(hw, c)
+        if why is None:
+            kept.append(hw)
+        elif why != NOT_ASKED:
+            rejected.append(Rejection(hardware=hw.id, reason=why))
+    if not kept:
+        raise NothingFeasibleError("no device left after filtering: " + filters_text(c),
+                                   hint="relax --segment, --max-power, --max-price or --hardware")
+    return kept, rejected
+
+
+def rank(devices: list[Hardware], rejected: list[Rejection], c: Constraints,
+         evaluate: Callable[[Hardware], R | Rejection], scores: Scores,
+         nothing: Callable[[list[Rejection]], NothingFeasibleError]) -> tuple[list[R], list[Rejection]]:
+    """Evaluate every device (``candidates``' first list), best first by ``scores[c.rank_by]``, the first
+    ``c.top``; the rejections follow ``rejected`` (the filters'). Nothing left raises ``nothing(rejected)``."""
+    recs: list[R] = []
+    for hw in devices:
+        out = evaluate(hw)
+        if isinstance(out, Rejection):
+            rejected.append(out)
+        else:
+            recs.append(out)
+    recs.sort(key=scores[c.rank_by], reverse=True)
+    if c.top:
+        recs = recs[: c.top]
+    if not recs:
+        raise nothing(rejected)
+    return recs, rejected
