@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .calibration import Calibration, find_calibration, load_calibration
 from .catalog import Catalog, Hardware, load_catalog
-from .errors import CountingError
+from .errors import CountingError, check_batch
 from .roofline import Prediction, device_perf, predict
 from .roofline.hosts import HostProfile, host_perf
 from .scaling import batch_affine, retype
@@ -50,6 +50,8 @@ class ModelCosts:
                  mode: str = "graph"):
         from .counting import count, load_model  # torch is only needed here
 
+        for b in batches:
+            check_batch(b, "batches")
         # a model file path, timm:NAME, torchvision:NAME, hf:PATH_OR_ID, or a counting.load_model result
         self._source = load_model(model, task=task, seq=seq, input_shape=input_shape)
         self.model_path = self._source.label
@@ -86,7 +88,8 @@ class ModelCosts:
 
     def at(self, batch: int, dtype: str | None = None, mode: str | None = None) -> Workload:
         """The workload at ``batch`` and ``dtype`` (fp32/fp16/bf16/amp counted; fp8/int8/int4 derived), as the
-        kernels of ``mode`` (default: the one given at construction)."""
+        kernels of ``mode`` (default: the one given at construction). A batch below 1 is an InputError."""
+        check_batch(batch)
         dtype = dtype or self.base_dtype
         how = _counting_for(mode or self.mode)
         base = dtype if dtype in _COUNT_DTYPES else "fp16"
@@ -145,10 +148,9 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
     from .accuracy import expected_error, model_family
     from .advice import advise
     from .counting import UnsupportedOpWarning
-    from .errors import InputError, UnsupportedPrecisionError
+    from .errors import UnsupportedPrecisionError
 
-    if isinstance(batch, bool) or batch <= 0:
-        raise InputError(f"--batch must be a positive integer, got {batch}")
+    check_batch(batch)
     if (peak := "fp16" if dtype == "amp" else dtype) not in hw.dense_tops:   # amp: autocast to fp16
         raise UnsupportedPrecisionError(f"{hw.id} has no {peak} peak; it has {', '.join(hw.dense_tops)}")
     base = dtype if dtype in _COUNT_DTYPES else "fp16"
