@@ -139,5 +139,9 @@ class LLMConfigError(TopsAdvisorError):
     """An LLM config or preset is missing, incomplete or inconsistent."""
 
 
+class DoesNotFitError(TopsAdvisorError):
+    """The workload needs more memory than the device has (``analyze``): nothing is predicted."""
+
+
 class NothingFeasibleError(TopsAdvisorError):
     """No device meets the constraints (``recommend``)."""
