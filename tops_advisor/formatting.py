@@ -19,22 +19,24 @@ def sig3(value: float) -> str:
     return f"{value:.3g}"
 
 
-# (seconds per unit, unit), largest first: a latency of hours or days is named so, not '9.3e+03 s'
-_TIME_UNITS = ((86_400.0, "d"), (3_600.0, "h"), (60.0, "min"), (1.0, "s"), (1e-3, "ms"), (1e-6, "us"),
-               (1e-9, "ns"))
+# (unit, shown from this many seconds, seconds per unit or, below a second, units per second), largest first: a
+# latency of hours or days is named so, not '9.3e+03 s'. Below a second the value is multiplied by the units per
+# second (13.15e-6 * 1e6 is 13.15; dividing by 1e-6 gives 13.150000000000002, which rounds up).
+_TIME_UNITS = (("d", 172_800.0, 86_400.0), ("h", 6_000.0, 3_600.0), ("min", 100.0, 60.0), ("s", 1.0, 1.0))
+_SUBSECOND_UNITS = (("ms", 1e-3, 1e3), ("us", 0.0, 1e6))
 
 
 def format_seconds(seconds: float) -> str:
     """Human latency, three significant digits: 12.3 ms, 45.6 us, 1.23 s, 2.58 h; 0.99951 s is '1 s', not
     '1e+03 ms' (the unit is chosen after rounding). Minutes from 100 s up, hours from 100 min, days from 48 h."""
-    if seconds == 0 or seconds != seconds:
-        return f"{seconds:g} s"
     magnitude = abs(float(f"{seconds:.3g}"))
-    for scale, unit in _TIME_UNITS:
-        floor = {"min": 100.0, "h": 6_000.0, "d": 172_800.0}.get(unit, scale)
+    for unit, floor, seconds_per_unit in _TIME_UNITS:
         if magnitude >= floor:
-            return f"{sig3(seconds / scale)} {unit}"
-    return f"{sig3(seconds / 1e-9)} ns"
+            return f"{sig3(seconds / seconds_per_unit)} {unit}"
+    for unit, floor, units_per_second in _SUBSECOND_UNITS:
+        if magnitude >= floor:
+            return f"{sig3(seconds * units_per_second)} {unit}"
+    return f"{sig3(seconds * 1e6)} us"
 
 
 def format_seconds_or_missing(seconds: float | None) -> str:

@@ -271,7 +271,7 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
         raise NothingFeasibleError(
             f"no device meets the constraints ({_filters_text(c)}); the {binding} target rules out every "
             f"candidate; closest miss: {closest.hardware}: {closest.reason}",
-            hint="relax the target, allow another --dtype (or auto), or --mode graph")
+            hint=_relax_hint(c))
     notes = [f"ranked by {c.rank_by}" + {"efficiency": " (throughput per watt of TDP)",
                                           "price": " (throughput per 1000 USD of list price)"}.get(c.rank_by, ""),
              f"mode {c.mode}; latency is per batch"]
@@ -281,6 +281,16 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
     if c.mode != "eager":  # a model CUDA graphs cannot capture (counting.host_copies: CPU_COPY_NOTE)
         notes += [n for n in first.notes if "CUDA-graph capture fails" in n]
     return RecommendResult(recommendations=recs, rejected=rejected, constraints=c, notes=tuple(notes))
+
+
+def _relax_hint(c: Constraints) -> str:
+    """What else to try when nothing is feasible: only the options not already taken."""
+    tries = ["relax the target"]
+    if set(c.dtypes) != set(AUTO_DTYPES):
+        tries.append("allow another --dtype (or auto)")
+    if c.mode == "eager":
+        tries.append("--mode graph")
+    return ", ".join(tries[:-1]) + f", or {tries[-1]}" if len(tries) > 1 else tries[0]
 
 
 def _predict_batches(workload_at, batches, dtype, hw, perf, c) -> list[Prediction]:
