@@ -11,7 +11,6 @@ from ..roofline import Prediction
 from .tables import FittedTable, bullet, name_column, new_table, number_column, word_column
 
 BOUND_ORDER = ("compute", "memory", "overhead")
-OPERATOR_WIDTH = 24   # 'max_pool2d_with_indices', 'native_batch_norm' whole; longer names fold at '_'
 
 
 
@@ -63,9 +62,7 @@ def summary_table(pred: Prediction, hw_name: str) -> Table:
 def top_ops_table(pred: Prediction, n: int = 10) -> Table:
     t = new_table(f"Top {n} operators by predicted time")
     top = pred.top_ops(n)
-    # the operator's name has priority over its module path: kept whole up to OPERATOR_WIDTH columns
-    longest = max((len(o.name.removeprefix("aten.")) for o in top), default=0)
-    name_column(t, "operator", min_width=max(min(longest, OPERATOR_WIDTH), 10), no_wrap=longest <= OPERATOR_WIDTH)
+    name_column(t, "operator", priority=True)   # the operator's name whole before its module path
     name_column(t, "module")
     word_column(t, "kind")
     number_column(t, "time")

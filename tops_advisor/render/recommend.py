@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from ..formatting import fmt_ratio, format_seconds
+from ..formatting import fmt_ratio, fmt_tops, format_seconds
 from ..recommend import RecommendResult
 from .tables import bullet, name_column, new_table, number_column, word_column
 
@@ -20,9 +20,7 @@ def _device(r) -> str:
 
 
 def _tops(r) -> str:
-    tops = r.attainable_ops_per_s / 1e12
-    text = f"{tops:,.0f}" if tops >= 100 else f"{tops:.3g}" if tops >= 1 else f"{tops:.2f}"
-    return f"{text} ({r.utilisation:.0%})"
+    return f"{fmt_tops(r.attainable_ops_per_s)} ({r.utilisation:.0%})"
 
 
 def recommendations_table(res: RecommendResult) -> Table:

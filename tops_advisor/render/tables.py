@@ -77,6 +77,24 @@ class FittedTable(Table):
         foldable = [int(c.overflow == "fold" and not c.no_wrap) for c in self.columns]
         if excess > 0 and any(foldable):
             widths = ratio_reduce(excess, foldable, [w - 1 for w in widths], widths)
+        return self._give_priority(console, options, widths)
+
+    def _give_priority(self, console, options, widths: list[int]) -> list[int]:
+        """Widen a priority name column (``name_column(..., priority=True)``) to its longest cell, taking the
+        columns from the other name columns down to their minimum width; the table's width is unchanged."""
+        widths = list(widths)
+        for i, col in enumerate(self.columns):
+            if not getattr(col, "_priority", False):
+                continue
+            want = self._measure_column(console, options, col).maximum
+            for j, donor in enumerate(self.columns):
+                if widths[i] >= want:
+                    break
+                if j == i or not getattr(donor, "_name", False) or getattr(donor, "_priority", False):
+                    continue
+                floor = (donor.min_width or 1) + self._get_padding_width(j)
+                take = min(max(widths[j] - floor, 0), want - widths[i])
+                widths[i], widths[j] = widths[i] + take, widths[j] - take
         return widths
 
 
@@ -86,11 +104,13 @@ def new_table(title: str | None = None, **kwargs) -> Table:
                        padding=(0, 1, 0, 0), **kwargs)
 
 
-def name_column(t: Table, header: str, min_width: int = NAME_MIN_WIDTH, **kwargs) -> None:
+def name_column(t: Table, header: str, min_width: int = NAME_MIN_WIDTH, priority: bool = False, **kwargs) -> None:
     """A column of names or sentences: folds onto more lines rather than widen the table (names after their
-    separators, sentences between words)."""
+    separators, sentences between words). A ``priority`` column keeps its names whole while the table's other
+    name columns can give way (an operator's name before its module path)."""
     t.add_column(header, overflow="fold", min_width=min_width, **kwargs)
     t.columns[-1]._name = True
+    t.columns[-1]._priority = priority
 
 
 def number_column(t: Table, header: str, **kwargs) -> None:
