@@ -90,8 +90,8 @@ def test_show_table_cites_sources():
 
 
 def test_show_ambiguous():
-    err = fail("show", "h100")
-    assert "error: hardware name 'h100' is ambiguous: it matches h100-nvl, h100-pcie, h100-sxm" in err
+    err = fail("show", "a100")
+    assert "error: hardware name 'a100' is ambiguous: it matches a100-pcie-40gb, a100-pcie-80gb, a100-sxm4-80gb" in err
 
 
 def test_show_unknown_suggests():

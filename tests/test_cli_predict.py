@@ -47,7 +47,7 @@ def test_analyze_int8_derived_from_fp16_count():
 
 @pytest.mark.parametrize("args, message", [
     (("-H", "rtx-4009"), "unknown hardware 'rtx-4009'"),
-    (("-H", "h100"), "is ambiguous"),
+    (("-H", "a100"), "is ambiguous"),
     (("-H", "a100-pcie-40gb", "--dtype", "fp8"), "a100-pcie-40gb has no fp8 peak; it has"),
     (("-H", "h200", "--dtype", "fp17"), "unknown dtype 'fp17'"),
     (("-H", "h200", "--batch", "0"), "--batch must be a positive integer"),

@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 
 from .catalog import Hardware
+from .formatting import fmt_bytes, fmt_memory, fmt_number, format_seconds
 from .roofline import Prediction
-from .units import format_seconds
 
 # Sourced: the article's pitfall, under 60% of peak means something other than compute binds.
 LOW_UTILISATION = 0.60
@@ -32,10 +32,10 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
     out: list[str] = []
     lat = pred.latency_s
     if not pred.fits_memory:
-        need, have = pred.memory_required_bytes / 1e9, pred.memory_capacity_bytes / 1e9
+        need, have = pred.memory_required_bytes, pred.memory_capacity_bytes
         devices = math.ceil(need / have)
-        out.append(f"does not fit: needs {need:.1f} GB, {hw.id} has {have:.0f} GB; lower the precision "
-                   f"(int8 halves fp16 weights), shrink the batch, or split over {devices}+ devices"
+        out.append(f"does not fit: needs {fmt_memory(need)}, {hw.id} has {fmt_bytes(have)}; lower the precision "
+                   f"(int8 halves fp16 weights), shrink the batch, or split over {devices:,}+ devices"
                    + (f" ({hw.peer_link})" if hw.peer_link else " (no peer link: PCIe only)"))
     host_stall = lat - pred.device_time_s
     if pred.mode == "eager" and host_stall > HOST_STALL_SHARE * lat:
@@ -67,13 +67,30 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
     if compute > BOUND_SHARE * lat and faster:
         best, tops = faster[0]
         out.append(f"compute-bound at {pred.utilisation:.0%} of the {pred.precision} peak: {hw.id} has {best} "
-                   f"at {tops:g} TOPS dense ({tops / (pred.peak_ops_per_s / 1e12):.1f}x); quantize if accuracy allows")
+                   f"at {fmt_number(tops)} TOPS dense ({tops / (pred.peak_ops_per_s / 1e12):.1f}x); quantize if "
+                   "accuracy allows")
     elif memory > BOUND_SHARE * lat and faster:
         best, _ = faster[-1] if faster[-1][0] in ("int8", "fp8") else faster[0]
         out.append(f"{best} halves the bytes of {pred.precision} where the device has it ({hw.id} does)")
     if not out:
-        out.append(f"balanced: {pred.bound}-bound at {pred.utilisation:.0%} of peak; little to gain from settings")
+        out.append(_when_no_rule_fires(pred))
     return out[:MAX_ADVICE]
+
+
+def _when_no_rule_fires(pred: Prediction) -> str:
+    """The closing sentence when no setting above applies: 'little to gain' only near the roof; a compute-bound
+    model far below its peak is limited by how well its operators' shapes fill the tensor cores."""
+    u, lat = pred.utilisation, pred.latency_s
+    if u >= LOW_UTILISATION:
+        return f"near the roof: {pred.bound}-bound at {u:.0%} of peak; little to gain from settings"
+    if pred.bound == "compute":
+        return (f"compute-bound at {u:.0%} of peak: the operators run at the rate their shapes allow (tile and "
+                f"wave quantization of small or odd-sized matrices, convolution lowering), not the datasheet's; "
+                f"a larger batch or sizes in multiples of 64 fill the tensor cores better")
+    shares = ", ".join(f"{t / lat:.0%} {b}" for b, t in sorted(pred.time_by_bound_s.items(), key=lambda bt: -bt[1])
+                       if lat and t > 0)
+    return (f"mixed: no one limit dominates the time ({shares}-bound) at {u:.0%} of peak, so no single setting "
+            "moves it much")
 
 
 def _weight_share(pred: Prediction) -> float:

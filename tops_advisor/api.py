@@ -20,14 +20,16 @@ from pathlib import Path
 from .accuracy import ErrorBand
 from .calibration import Calibration, find_calibration, load_calibration
 from .catalog import Catalog, Hardware, load_catalog
-from .errors import CountingError
+from .errors import CountingError, DoesNotFitError, check_batch
+from .formatting import fmt_bytes, fmt_memory
 from .roofline import Prediction, device_perf, predict
 from .roofline.hosts import HostProfile, host_perf
 from .scaling import batch_affine, retype
 from .workload import Workload
 
 __all__ = ["Calibration", "Catalog", "Hardware", "ModelAnalysis", "ModelCosts", "Prediction", "Workload",
-           "analyze_model", "calibration_for", "device_perf", "load_calibration", "load_catalog", "predict"]
+           "analyze_model", "calibration_for", "device_perf", "largest_fitting_batch", "load_calibration",
+           "load_catalog", "predict"]
 
 _COUNT_DTYPES = ("fp32", "fp16", "bf16", "amp")   # amp: an fp32 model under autocast (counting/amp.py)
 
@@ -51,6 +53,8 @@ class ModelCosts:
                  mode: str = "graph"):
         from .counting import count, load_model  # torch is only needed here
 
+        for b in batches:
+            check_batch(b, "batches")
         # a model file path, timm:NAME, torchvision:NAME, hf:PATH_OR_ID, or a counting.load_model result
         self._source = load_model(model, task=task, seq=seq, input_shape=input_shape)
         self.model_path = self._source.label
@@ -87,7 +91,8 @@ class ModelCosts:
 
     def at(self, batch: int, dtype: str | None = None, mode: str | None = None) -> Workload:
         """The workload at ``batch`` and ``dtype`` (fp32/fp16/bf16/amp counted; fp8/int8/int4 derived), as the
-        kernels of ``mode`` (default: the one given at construction)."""
+        kernels of ``mode`` (default: the one given at construction). A batch below 1 is an InputError."""
+        check_batch(batch)
         dtype = dtype or self.base_dtype
         how = _counting_for(mode or self.mode)
         base = dtype if dtype in _COUNT_DTYPES else "fp16"
@@ -127,6 +132,26 @@ class ModelAnalysis:
     band: ErrorBand | None
     perf: object  # roofline.DevicePerf: the rates the prediction used (the roofline chart draws them)
 
+    @property
+    def largest_fitting_batch(self) -> int:
+        """The largest batch whose memory fits the device (``largest_fitting_batch``); 0 when none does."""
+        return largest_fitting_batch(self.workload, self.prediction)
+
+    def require_fit(self) -> None:
+        """Raise DoesNotFitError, one line naming the memory needed, the device's and the largest batch that
+        fits, when the workload does not fit in the device's memory."""
+        p = self.prediction
+        if p.fits_memory:
+            return
+        most = self.largest_fitting_batch
+        have = f"{p.hardware} has {fmt_bytes(p.memory_capacity_bytes)}"
+        if most < 1:
+            raise DoesNotFitError(f"batch {p.batch} needs {fmt_memory(p.memory_required_bytes)}; {have}; even "
+                                  "batch 1 does not fit", hint="lower the precision (--dtype int8 halves fp16 "
+                                                               "weights) or choose a device with more memory")
+        raise DoesNotFitError(f"batch {p.batch} needs {fmt_memory(p.memory_required_bytes)}; {have}; the largest "
+                              f"batch that fits is ~{most:,}", hint=f"--batch {most} or less")
+
 
 def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", mode: str = "graph",
                   calibration: tuple[Calibration | None, str] = (None, ""), tf32_matmul: bool = False,
@@ -140,10 +165,9 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
     from .accuracy import expected_error, model_family
     from .advice import advise
     from .counting import UnsupportedOpWarning
-    from .errors import InputError, UnsupportedPrecisionError
+    from .errors import UnsupportedPrecisionError
 
-    if isinstance(batch, bool) or batch <= 0:
-        raise InputError(f"--batch must be a positive integer, got {batch}")
+    check_batch(batch)
     if (peak := "fp16" if dtype == "amp" else dtype) not in hw.dense_tops:   # amp: autocast to fp16
         raise UnsupportedPrecisionError(f"{hw.id} has no {peak} peak; it has {', '.join(hw.dense_tops)}")
     base = dtype if dtype in _COUNT_DTYPES else "fp16"
@@ -164,6 +188,20 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
         other = predict(other_workload, hw, mode=other_mode, tf32_matmul=tf32_matmul, perf=perf)
     band = expected_error(model_family(workload), mode, pred.calibrated, hardware=hw, dtype=dtype)
     return ModelAnalysis(workload, pred, other, advise(pred, hw, other), band, perf)
+
+
+def largest_fitting_batch(workload: Workload, pred: Prediction) -> int:
+    """The largest batch whose memory fits ``pred``'s device, from the memory model the prediction used:
+    weights and the runtime's reserve are fixed, activations and inputs grow in proportion to the batch (so
+    ``required(b) = fixed + b * per_sample``); 0 when even batch 1 does not fit. An estimate: the activation
+    peak of a real run is not exactly proportional."""
+    per_batch = workload.activation_peak_bytes + workload.input_bytes
+    fixed = pred.memory_required_bytes - per_batch
+    room = pred.memory_capacity_bytes - fixed
+    per_sample = per_batch / workload.batch
+    if per_sample <= 0:
+        return workload.batch if pred.fits_memory else 0
+    return max(int(room // per_sample), 0)
 
 
 def calibration_for(hw: Hardware, explicit: str | Path | None = None, use: bool = True

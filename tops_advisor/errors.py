@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sysconfig
+import traceback
+from pathlib import Path
+
 
 def one_line(exc: BaseException, limit: int = 300) -> str:
     """'TypeError: first line of the message', at most ``limit`` characters (a cause quoted in an error).
@@ -16,6 +20,49 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
     cut = out[: limit - 4]
     space = cut.rfind(" ")
     return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + " ..."
+
+
+def _not_the_users() -> tuple[Path, ...]:
+    """Directories whose code is not the user's: this package, the standard library, installed packages."""
+    paths = sysconfig.get_paths()
+    dirs = {Path(__file__).resolve().parent, *(Path(paths[k]).resolve() for k in
+                                                ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)}
+    return tuple(dirs)
+
+
+def user_frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    """The frames of ``exc``'s traceback in the user's own code (a model file, the modules it imports), outermost
+    first: not in this package, the standard library or installed packages."""
+    skip = _not_the_users()
+    out = []
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename.startswith("<"):
+            continue
+        path = Path(frame.filename).resolve()
+        if not any(path.is_relative_to(d) for d in skip):
+            out.append(frame)
+    return out
+
+
+def with_location(message: str, exc: BaseException) -> str:
+    """``message`` with the line of the user's code that raised ``exc``: 'model.py: the forward pass failed ...'
+    becomes 'model.py:12: the forward pass failed ...' when the deepest user frame is in model.py, else
+    ' (raised at layers.py:30, in forward)' is added. Unchanged when no user frame is in the traceback."""
+    frames = user_frames(exc)
+    if not frames:
+        return message
+    where = frames[-1]
+    head, sep, rest = message.partition(": ")
+    if sep and not head.rstrip("0123456789").endswith(":") and _same_file(head, where.filename):
+        return f"{head}:{where.lineno}: {rest}"
+    return f"{message} (raised at {where.filename}:{where.lineno}, in {where.name})"
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, ValueError):
+        return False
 
 
 class TopsAdvisorError(Exception):
@@ -66,6 +113,16 @@ class InputError(TopsAdvisorError):
     """A command-line value cannot be parsed (latency without units, bad batch list, ...)."""
 
 
+def check_batch(batch: object, name: str = "--batch") -> int:
+    """``batch`` when it is a whole number of 1 or more; else the InputError the CLI prints for ``--batch``
+    (the API refuses a batch of 0 or -4 with the same line: a negative batch would predict a negative
+    throughput)."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise InputError(f"{name} must be a positive integer, got {batch!r}",
+                         hint="a batch is how many samples run together: 1 or more")
+    return batch
+
+
 class ProbeError(TopsAdvisorError):
     """Measuring the local device failed."""
 
@@ -80,6 +137,10 @@ class PrecisionUnsupported(ProbeError):
 
 class LLMConfigError(TopsAdvisorError):
     """An LLM config or preset is missing, incomplete or inconsistent."""
+
+
+class DoesNotFitError(TopsAdvisorError):
+    """The workload needs more memory than the device has (``analyze``): nothing is predicted."""
 
 
 class NothingFeasibleError(TopsAdvisorError):

@@ -10,12 +10,17 @@ from collections.abc import Iterable
 CUTOFF = 0.4
 
 
-def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
-    """The choices closest to ``name``, best first (case-insensitive)."""
+# Paths: one misspelt part ('exmaples' for 'examples', 'lm' for 'llm') scores 0.75 or more; the looser cutoff
+# would offer any directory of the same length ('tests' for 'nonexist').
+PATH_CUTOFF = 0.75
+
+
+def closest(name: str, choices: Iterable[str], n: int = 3, cutoff: float = CUTOFF) -> list[str]:
+    """The choices closest to ``name``, best first (case-insensitive), scoring ``cutoff`` or more."""
     by_lower: dict[str, str] = {}
     for c in choices:
         by_lower.setdefault(c.lower(), c)
-    hits = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=CUTOFF)
+    hits = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=cutoff)
     return [by_lower[h] for h in hits]
 
 

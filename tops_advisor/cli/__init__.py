@@ -15,7 +15,7 @@ import sys
 import click
 
 from .. import __version__
-from ..errors import CountingError, ModelFileError, TopsAdvisorError
+from ..errors import CountingError, ModelFileError, TopsAdvisorError, user_frames, with_location
 from .analyze import analyze
 from .count import count
 from .hardware import hardware
@@ -34,13 +34,15 @@ class _Main(click.Group):
         try:
             return super().invoke(ctx)
         except TopsAdvisorError as exc:
+            foreign = _foreign_cause(exc)
             if ctx.obj and ctx.obj.get("debug"):
                 _show_causes(exc)
+                _echo_user_frames(foreign)
                 raise
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {with_location(str(exc), foreign) if foreign is not None else exc}", err=True)
             if exc.hint:
                 click.echo(f"hint: {exc.hint}", err=True)
-            if _foreign_cause(exc) is not None:
+            if foreign is not None:
                 click.echo("hint: 'tops-advisor --debug ...' shows the model's whole error and its traceback",
                            err=True)
             ctx.exit(EXIT_USER_ERROR)
@@ -65,6 +67,17 @@ def _foreign_cause(exc: TopsAdvisorError) -> BaseException | None:
         return None
     return next((e.__cause__ for e in _chain(exc)
                  if e.__cause__ is not None and not isinstance(e.__cause__, TopsAdvisorError)), None)
+
+
+def _echo_user_frames(foreign: BaseException | None) -> None:
+    """For --debug: the frames of the model's own code that raised, above the whole traceback."""
+    frames = user_frames(foreign) if foreign is not None else []
+    if frames:
+        click.echo("in your code (outermost first):", err=True)
+        for frame in frames:
+            click.echo(f"  {frame.filename}:{frame.lineno}, in {frame.name}: {frame.line or ''}".rstrip(": "),
+                       err=True)
+        click.echo(f"  {type(foreign).__name__}: {foreign}", err=True)
 
 
 def _show_causes(exc: BaseException) -> None:

@@ -62,6 +62,7 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
         result = analyze_model(load_model_arg(model, task, seq, input_shape), hw, batch=batch,
                                dtype=parse_precision(dtype, (*PRECISIONS, AMP)), mode=mode, calibration=cal, tf32_matmul=tf32,
                                strict=strict, host=host)
+    result.require_fit()   # a workload that does not fit is one line and exit 2, nothing predicted
     message = unsupported_warning(result.workload)
     if message:
         click.echo(message, err=True)

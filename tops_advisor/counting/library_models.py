@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import re
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -178,11 +180,17 @@ HF_TASKS = {
 
 def hf_config(transformers, path_or_id: str):
     """The model's config, built by transformers' own config class (so per-model defaults hold): from a
-    directory or a ``config.json`` offline, else from the hub (the config alone, never weights)."""
+    directory or a ``config.json`` offline, else from the hub (the config alone, never weights).
+
+    A spec that looks like a path (``looks_like_path``) and does not exist fails at once, suggesting the
+    nearest directories; only an ``ORG/NAME`` that is not on disk goes to the hub: the local cache first,
+    then the hub itself when it answers within ``HUB_CHECK_TIMEOUT_S`` (one line when offline, not the hub
+    client's retries)."""
     p = Path(path_or_id).expanduser()
-    if not p.exists() and (path_or_id.endswith(".json") or path_or_id.startswith((".", "/", "~"))):
+    if not p.exists() and looks_like_path(path_or_id):
         raise ModelFileError(f"hf:{path_or_id}: no such file or directory",
-                             hint="give a config.json or a model directory, or a hub id (org/name) when online")
+                             hint=_nearby_hint(p) or "give a config.json or a model directory, or a hub id "
+                                                     "(org/name) when online")
     try:
         if p.is_file():
             data = json.loads(p.read_text(encoding="utf-8"))
@@ -190,12 +198,98 @@ def hf_config(transformers, path_or_id: str):
             if model_type is None:
                 raise ModelFileError(f"{p}: no model_type key: not a Hugging Face config.json")
             return transformers.AutoConfig.for_model(model_type, **data)
-        return transformers.AutoConfig.from_pretrained(path_or_id, local_files_only=p.is_dir())
+        if p.is_dir():
+            return transformers.AutoConfig.from_pretrained(path_or_id, local_files_only=True)
+        return _hub_config(transformers, path_or_id, p)
     except ModelFileError:
         raise
     except Exception as exc:
         raise ModelFileError(f"hf:{path_or_id}: cannot read its config: {one_line(exc)}",
                              hint="give a directory or config.json on disk, or a hub id when online") from None
+
+
+# A hub id: NAME or ORG/NAME of letters, digits, '.', '_' and '-' (the hub's own rule for repository names).
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
+# Explicit default: a reachable hub accepts a connection in well under a second; three seconds allows a slow
+# link and still fails an offline machine quickly.
+HUB_CHECK_TIMEOUT_S = 3.0
+
+
+def looks_like_path(spec: str) -> bool:
+    """Whether an ``hf:`` spec is meant as a file or directory: it starts with '.', '/' or '~', ends in
+    '.json', has a separator under a directory that exists here, or cannot be a hub id (ORG/NAME)."""
+    if spec.startswith((".", "/", "~")) or spec.endswith(".json"):
+        return True
+    separators = [s for s in ("/", os.sep, os.altsep) if s]
+    if any(s in spec for s in separators):
+        parent = Path(spec).expanduser().parent
+        if str(parent) not in ("", ".") and parent.is_dir():
+            return True
+    return HUB_ID.fullmatch(spec) is None
+
+
+def _nearby_hint(p: Path) -> str | None:
+    """'did you mean: models/bert?' for a path one misspelt part away from existing directories or files."""
+    from ..suggest import PATH_CUTOFF, closest
+
+    parts = p.parts
+    base = Path(parts[0]) if p.is_absolute() else Path(".")
+    rest = list(parts[1:] if p.is_absolute() else parts)
+    while rest and (base / rest[0]).exists():
+        base, rest = base / rest[0], rest[1:]
+    if not rest or not base.is_dir():
+        return None
+    try:
+        names = [c.name for c in base.iterdir()]
+    except OSError:
+        return None
+    hits = [base / hit for hit in closest(rest[0], names, cutoff=PATH_CUTOFF)]
+    whole = [h / Path(*rest[1:]) for h in hits if rest[1:] and (h / Path(*rest[1:])).exists()]
+    shown = [str(h) for h in whole or hits]
+    return f"did you mean: {', '.join(shown)}?" if shown else None
+
+
+def _hub_config(transformers, hub_id: str, p: Path):
+    """A hub id's config: from the local cache, else from the hub when it can be reached now."""
+    try:
+        return transformers.AutoConfig.from_pretrained(hub_id, local_files_only=True)
+    except Exception:  # not cached: ask the hub, if there is one to ask
+        pass
+    why = _hub_unreachable()
+    if why:
+        nearby = _nearby_hint(p)
+        raise ModelFileError(f"hf:{hub_id}: not a local path, and the Hugging Face hub cannot be reached ({why})",
+                             hint=nearby or "give a config.json or a model directory on disk, or run online once "
+                                            "to cache the config")
+    return transformers.AutoConfig.from_pretrained(hub_id)
+
+
+def _hub_unreachable(timeout_s: float = HUB_CHECK_TIMEOUT_S) -> str | None:
+    """Why the hub cannot be asked now ('HF_HUB_OFFLINE is set', 'no connection to huggingface.co'), or None.
+    Behind a proxy the connection is the proxy's to make: no check."""
+    import socket
+    import threading
+    from urllib.parse import urlsplit
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE"):
+        return "HF_HUB_OFFLINE is set"
+    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return None
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
+    result: list[str | None] = ["timed out"]
+
+    def connect() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout_s).close()
+            result[0] = None
+        except OSError as exc:
+            result[0] = exc.strerror or type(exc).__name__
+
+    worker = threading.Thread(target=connect, daemon=True)  # name lookup ignores the socket timeout
+    worker.start()
+    worker.join(timeout_s)
+    return f"no connection to {host}: {result[0]}" if result[0] else None
 
 
 def _hf_class(transformers, config, task: str | None):

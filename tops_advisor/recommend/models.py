@@ -22,7 +22,7 @@ from ..errors import NothingFeasibleError, UnsupportedPrecisionError
 from ..roofline import Prediction, device_perf, predict
 from ..units import format_seconds
 from ..workload import Workload
-from .constraints import Constraints, filters_text
+from .constraints import AUTO_DTYPES, Constraints, filters_text
 from .ranking import candidates, rank
 from .results import Recommendation, RecommendResult, Rejection
 
@@ -116,9 +116,19 @@ def _nothing(c: Constraints) -> Callable[[list[Rejection]], NothingFeasibleError
         return NothingFeasibleError(
             f"no device meets the constraints ({filters_text(c)}); the {binding} target rules out every "
             f"candidate; closest miss: {closest.hardware}: {closest.reason}",
-            hint="relax the target, allow another --dtype (or auto), or --mode graph")
+            hint=_relax_hint(c))
 
     return error
+
+
+def _relax_hint(c: Constraints) -> str:
+    """What else to try when nothing is feasible: only the options not already taken."""
+    tries = ["relax the target"]
+    if set(c.dtypes) != set(AUTO_DTYPES):
+        tries.append("allow another --dtype (or auto)")
+    if c.mode == "eager":
+        tries.append("--mode graph")
+    return ", ".join(tries[:-1]) + f", or {tries[-1]}" if len(tries) > 1 else tries[0]
 
 
 def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Hardware], c: Constraints,

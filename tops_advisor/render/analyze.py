@@ -7,11 +7,12 @@ from collections import defaultdict
 from rich.table import Table
 
 from ..accuracy import ErrorBand
-from ..formatting import format_seconds
+from ..formatting import fmt_bytes, fmt_memory, fmt_number, fmt_ops, fmt_tops, format_seconds
 from ..roofline import Prediction
 from .tables import FittedTable, bullet, name_column, new_table, number_column, word_column
 
 BOUND_ORDER = ("compute", "memory", "overhead")
+
 
 
 def time_split(pred: Prediction) -> dict[str, float]:
@@ -48,12 +49,11 @@ def summary_table(pred: Prediction, hw_name: str) -> Table:
         ("latency", f"{format_seconds(pred.latency_s)} per batch, {pred.throughput_per_s:,.1f} samples/s"),
         ("time", time_line(pred)),
         ("bound", f"{pred.bound} (the largest share of the time above)"),
-        ("attainable", f"{pred.attainable_ops_per_s / 1e12:.2f} TOPS = {pred.utilisation:.1%} of "
-                       f"{pred.peak_ops_per_s / 1e12:g} TOPS dense {pred.precision} (datasheet)"),
-        ("work", f"{pred.flops / 1e9:,.2f} G operations, {pred.bytes / 1e6:,.1f} MB moved, "
-                 f"{pred.kernels} kernels"),
-        ("memory", f"{pred.memory_required_bytes / 1e9:.2f} GB needed of {pred.memory_capacity_bytes / 1e9:.0f} GB: "
-                   + ("fits" if pred.fits_memory else "DOES NOT FIT")),
+        ("attainable", f"{fmt_tops(pred.attainable_ops_per_s)} TOPS = {pred.utilisation:.1%} of "
+                       f"{fmt_number(pred.peak_ops_per_s / 1e12)} TOPS dense {pred.precision} (datasheet)"),
+        ("work", f"{fmt_ops(pred.flops)} operations, {fmt_bytes(pred.bytes)} moved, {pred.kernels:,} kernels"),
+        ("memory", f"{fmt_memory(pred.memory_required_bytes)} needed of {fmt_bytes(pred.memory_capacity_bytes)}: "
+                   + ("fits" if pred.fits_memory else "does not fit")),
     ]
     for k, v in rows:
         t.add_row(k, v)
@@ -62,17 +62,18 @@ def summary_table(pred: Prediction, hw_name: str) -> Table:
 
 def top_ops_table(pred: Prediction, n: int = 10) -> Table:
     t = new_table(f"Top {n} operators by predicted time")
-    name_column(t, "operator")
+    top = pred.top_ops(n)
+    name_column(t, "operator", priority=True)   # the operator's name whole before its module path
     name_column(t, "module")
     word_column(t, "kind")
     number_column(t, "time")
     number_column(t, "share")
     number_column(t, "TOPS")
     word_column(t, "bound")
-    for o in pred.top_ops(n):
+    for o in top:
         t.add_row(o.name.removeprefix("aten."), o.module or "-", o.kind, format_seconds(o.latency_s),
                   f"{o.latency_s / pred.device_time_s:.1%}" if pred.device_time_s else "-",
-                  f"{o.attainable_ops_per_s / 1e12:.2f}", o.bound)
+                  fmt_tops(o.attainable_ops_per_s), o.bound)
     return t
 
 
@@ -86,11 +87,11 @@ def by_kind_table(pred: Prediction) -> Table:
         a[3] += o.kernels
     t = new_table("Device time by operator kind")
     word_column(t, "kind")
-    for col in ("time", "share", "G ops", "MB", "kernels"):
+    for col in ("time", "share", "operations", "bytes", "kernels"):
         number_column(t, col)
     for kind, (lat, fl, by, kern) in sorted(agg.items(), key=lambda kv: -kv[1][0]):
         t.add_row(kind, format_seconds(lat), f"{lat / pred.device_time_s:.1%}" if pred.device_time_s else "-",
-                  f"{fl / 1e9:,.2f}", f"{by / 1e6:,.1f}", str(int(kern)))
+                  fmt_ops(fl), fmt_bytes(by), f"{int(kern):,}")
     return t
 
 

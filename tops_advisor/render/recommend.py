@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from ..formatting import fmt_ratio, format_seconds
+from ..formatting import fmt_ratio, fmt_tops, format_seconds
 from ..recommend import RecommendResult
 from .tables import bullet, name_column, new_table, number_column, word_column
 
@@ -20,9 +20,7 @@ def _device(r) -> str:
 
 
 def _tops(r) -> str:
-    tops = r.attainable_ops_per_s / 1e12
-    text = f"{tops:,.0f}" if tops >= 100 else f"{tops:.3g}" if tops >= 1 else f"{tops:.2f}"
-    return f"{text} ({r.utilisation:.0%})"
+    return f"{fmt_tops(r.attainable_ops_per_s)} ({r.utilisation:.0%})"
 
 
 def recommendations_table(res: RecommendResult) -> Table:
@@ -65,8 +63,19 @@ def calibration_line(res: RecommendResult) -> str | None:
     return f"{CALIBRATED_MARK} calibrated on a measured card; the other rows use datasheet defaults"
 
 
+def grouped(pairs) -> list[tuple[list[str], str]]:
+    """(devices, text) for each distinct text of ``(device, text)`` pairs, in first-seen order: one line for a
+    reason or a piece of advice that several devices share word for word."""
+    groups: dict[str, list[str]] = {}
+    for device, text in pairs:
+        groups.setdefault(text, []).append(device)
+    return [(devices, text) for text, devices in groups.items()]
+
+
 def advice_lines(res: RecommendResult, n: int = 3) -> list[str]:
-    return [f"{r.hardware}: {r.advice[0]}" for r in res.recommendations[:n] if r.advice]
+    """The first piece of advice for the best ``n`` devices; advice shared word for word is given once."""
+    return [f"{', '.join(devices)}: {text}"
+            for devices, text in grouped((r.hardware, r.advice[0]) for r in res.recommendations[:n] if r.advice)]
 
 
 def error_band_line(res: RecommendResult) -> str | None:
@@ -78,11 +87,12 @@ def error_band_line(res: RecommendResult) -> str | None:
 
 
 def rejected_table(res: RecommendResult) -> Table:
+    """Why each device was left out: one row per reason, naming every device it applies to."""
     t = new_table("Rejected")
-    name_column(t, "device", min_width=12)
-    name_column(t, "why", min_width=30, ratio=1)
-    for r in res.rejected:
-        t.add_row(r.hardware, r.reason)
+    name_column(t, "why", min_width=30)
+    name_column(t, "devices", min_width=20, ratio=1)
+    for devices, reason in grouped((r.hardware, r.reason) for r in res.rejected):
+        t.add_row(reason, ", ".join(devices))
     return t
 
 
