@@ -128,7 +128,7 @@ class ModelAnalysis:
     def model_dump(self) -> dict:
         d = self.prediction.model_dump()
         d.update(advice=self.advice, unsupported_ops=dict(self.workload.unsupported_ops),
-                 assumptions=list(self.workload.assumptions), notes=list(self.workload.notes),
+                 assumptions=list(self.workload.assumptions), notes=[n.text for n in self.workload.notes],
                  expected_error=self.band)
         return d
 
