@@ -381,6 +381,17 @@ def test_every_counted_operator_is_in_the_forward_phase():
         ("conv", "forward"), ("elementwise", "forward"), ("elementwise", "forward"), ("matmul", "forward")]
 
 
+def test_kernels_a_lowering_inserts_belong_to_the_phase_of_their_operator():
+    from tops_advisor.counting.lowering import CountedOp, OpFacts, lower_pytorch_cuda
+
+    conv = OpRecord(name="aten.convolution", kind="conv", module="c", flops=1.0, bytes_read=1.0, bytes_written=1.0,
+                    phase=Phase.BACKWARD)
+    facts = OpFacts(conv_bias_bytes=8.0, conv_out_elements=4, conv_out_bytes=16.0, conv_input_copy_bytes=32.0)
+    ops = lower_pytorch_cuda([CountedOp(conv, facts)])
+    assert [(op.name, op.phase) for op in ops] == [("aten.contiguous", "backward"), ("aten.convolution", "backward"),
+                                                   ("aten.add", "backward")]
+
+
 def test_an_operator_kind_is_one_of_the_kinds():
     assert OpRecord(name="x", kind="pool", module="", flops=0, bytes_read=0, bytes_written=0).kind is OpKind.POOL
     with pytest.raises(ValueError, match="gemm"):

@@ -66,7 +66,7 @@ def conv_input_copy(conv: OpRecord, facts: OpFacts) -> list[OpRecord]:
         return []
     n = facts.conv_input_copy_bytes
     return [OpRecord(name="aten.contiguous", kind=OpKind.COPY, module=conv.module, flops=0.0, bytes_read=n,
-                     bytes_written=n, dtype=conv.dtype, kernels=1, strided=True, internal=True)]
+                     bytes_written=n, dtype=conv.dtype, kernels=1, strided=True, internal=True, phase=conv.phase)]
 
 
 def _conv_bias_add(conv: OpRecord, facts: OpFacts) -> list[OpRecord]:
@@ -76,7 +76,8 @@ def _conv_bias_add(conv: OpRecord, facts: OpFacts) -> list[OpRecord]:
     return [OpRecord(
         name="aten.add", kind=OpKind.ELEMENTWISE, module=conv.module, flops=float(facts.conv_out_elements),
         bytes_read=facts.conv_out_bytes + facts.conv_bias_bytes, bytes_written=facts.conv_out_bytes,
-        param_bytes=facts.conv_bias_bytes, dtype=conv.dtype, kernels=1, strided=True, internal=True)]
+        param_bytes=facts.conv_bias_bytes, dtype=conv.dtype, kernels=1, strided=True, internal=True,
+        phase=conv.phase)]
 
 
 def _head_dim_padding(attention: OpRecord, facts: OpFacts) -> list[OpRecord]:
@@ -93,5 +94,5 @@ def _head_dim_padding(attention: OpRecord, facts: OpFacts) -> list[OpRecord]:
         pads.append(OpRecord(
             name="aten.constant_pad_nd", kind=OpKind.COPY, module=attention.module, flops=0.0,
             bytes_read=float(t.numel * t.itemsize), bytes_written=float(2 * padded_bytes), dtype=t.dtype,
-            kernels=2, strided=True, internal=True))
+            kernels=2, strided=True, internal=True, phase=attention.phase))
     return pads

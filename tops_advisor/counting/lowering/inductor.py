@@ -130,7 +130,7 @@ def _nodes(ops: Iterable[CountedOp]) -> list[_Node]:
             nodes.append(_Node(OpRecord(
                 name="aten.add", kind=OpKind.ELEMENTWISE, module=record.module, flops=float(out.numel),
                 bytes_read=out.nbytes + facts.conv_bias_bytes, bytes_written=out.nbytes,
-                param_bytes=facts.conv_bias_bytes, dtype=record.dtype), (out,), (biased,),
+                param_bytes=facts.conv_bias_bytes, dtype=record.dtype, phase=record.phase), (out,), (biased,),
                 facts.conv_bias_bytes, "pointwise"))
             rename[out.id] = biased.id
     return nodes
@@ -147,12 +147,12 @@ def _layout_copies(conv: _Node, flow: Flow, produced: set[int], bias_bytes: floa
         weight_bytes = max(flow.param_bytes - bias_bytes, 0.0)
         out.append(OpRecord(name="triton.weight_to_channels_last", kind=OpKind.COPY, module=conv.record.module,
                             flops=0.0, bytes_read=weight_bytes, bytes_written=weight_bytes,
-                            param_bytes=weight_bytes, dtype=conv.record.dtype))
+                            param_bytes=weight_bytes, dtype=conv.record.dtype, phase=conv.record.phase))
     x = conv.reads[0] if conv.reads else None
     if x is not None and x.id not in produced and g.window > 1:
         out.append(OpRecord(name="triton.input_to_channels_last", kind=OpKind.COPY, module=conv.record.module,
                             flops=0.0, bytes_read=x.nbytes, bytes_written=x.nbytes, dtype=conv.record.dtype,
-                            strided=True))
+                            strided=True, phase=conv.record.phase))
     return [_Node(r, (), (), r.param_bytes, "alone") for r in out]
 
 
@@ -244,7 +244,7 @@ def _group_record(group: _Group, consumers: dict[int, set[int]]) -> OpRecord:
         name="triton:" + "+".join(names)[:80], kind=kind, module=records[0].module,
         flops=float(sum(r.flops for r in records)), bytes_read=float(sum(read.values())) + params,
         bytes_written=float(sum(written.values())), param_bytes=params, dtype=main.dtype, kernels=1,
-        family=family)
+        family=family, phase=main.phase)
 
 
 def lower_inductor_cuda(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:

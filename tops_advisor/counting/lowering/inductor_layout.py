@@ -110,7 +110,8 @@ def pad_mm(record: OpRecord) -> tuple[OpRecord, list[OpRecord]]:
         copies.append((g.batch * k * n, g.batch * pad[2] * pad[1]))
     padded = replace(record, gemm=replace(g, m=pad[0], n=pad[1], k=pad[2]))
     return padded, [OpRecord(name="triton.pad_mm", kind=OpKind.COPY, module=record.module, flops=0.0,
-                             bytes_read=src * item, bytes_written=dst * item, dtype=record.dtype)
+                             bytes_read=src * item, bytes_written=dst * item, dtype=record.dtype,
+                             phase=record.phase)
                     for src, dst in copies]
 
 
@@ -127,8 +128,9 @@ def sdpa_padding(attention: OpRecord, facts: OpFacts | None) -> list[OpRecord]:
     for t in inputs:
         padded = t.numel // t.last_dim * (-(-t.last_dim // MM_ALIGNMENT) * MM_ALIGNMENT) * t.itemsize
         out.append(OpRecord(name="triton.sdpa_pad", kind=OpKind.COPY, module=attention.module, flops=0.0,
-                            bytes_read=float(t.numel * t.itemsize), bytes_written=float(padded), dtype=t.dtype))
+                            bytes_read=float(t.numel * t.itemsize), bytes_written=float(padded), dtype=t.dtype,
+                            phase=attention.phase))
     q = out[0]
     out.append(OpRecord(name="triton.sdpa_unpad", kind=OpKind.COPY, module=attention.module, flops=0.0,
-                        bytes_read=q.bytes_written, bytes_written=q.bytes_read, dtype=q.dtype))
+                        bytes_read=q.bytes_written, bytes_written=q.bytes_read, dtype=q.dtype, phase=attention.phase))
     return out
