@@ -96,7 +96,6 @@ def convolution(c: OpCall) -> Cost:
                                plane=m // max(batch, 1)))
 
 
-
 # --------------------------------------------------------------------------------------------------------
 # Scaled-dot-product attention as ONE fused kernel (flash / memory-efficient): the operations of QK^T and
 # PV over the query-key pairs computed (those the causal mask keeps when causal, O.causal_pairs); the bytes of

@@ -95,6 +95,7 @@ def register(*names: str) -> Callable[[Handle], Handle]:
 
 
 def with_inplace(*names: str) -> list[str]:
+    """ATen names of operators and their in-place forms: ``with_inplace("relu")`` is aten.relu and aten.relu_."""
     return [n for name in names for n in (f"aten.{name}", f"aten.{name}_")]
 
 
@@ -113,13 +114,12 @@ ZERO_COST: frozenset[str] = frozenset(f"aten.{n}" for n in (
 )) | frozenset({"prim.device", "prim.layout"})
 
 
-
 def expand(value, dims: int) -> tuple[int, ...]:
+    """A kernel-size argument as one entry per spatial dimension (an int, or a list of one or ``dims``)."""
     if isinstance(value, int):
         return (value,) * dims
     value = tuple(value)
     return value * dims if len(value) == 1 else value
-
 
 
 def int_tuple(value) -> tuple:
