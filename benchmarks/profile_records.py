@@ -33,7 +33,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tops_advisor.counting import load_model
-from tops_advisor.counting.counter import _fused_sdpa_possible
+from tops_advisor.counting.attention_choice import fused_sdpa_possible
 from tops_advisor.validate.measure import (
     DTYPES,
     capture_graph,
@@ -82,7 +82,7 @@ class _FunctionRanges(TorchFunctionMode):
         kwargs = kwargs or {}
         name = _FUSED.get(func) if not self.state.suppress else None
         if name is None or (name == "aten.scaled_dot_product_attention"
-                            and not _fused_sdpa_possible(args, kwargs)):
+                            and not fused_sdpa_possible(args, kwargs)):
             return func(*args, **kwargs)
         self.state.suppress += 1
         try:

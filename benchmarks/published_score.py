@@ -13,7 +13,7 @@ How each record is predicted:
 - a model file (``examples/*.py``) or a library model by name (``timm:NAME``, ``torchvision:NAME``,
   ``hf:PATH_OR_ID``; needs the ``[models]`` extra): ``ModelCosts`` + ``predict``; ``run`` eager -> mode "eager", cuda-graph
   -> "graph"; amp -> an eager run of ``--dtype amp`` (autocast's operator lists, counting/amp.py), with
-  ``layout: channels_last`` through ``counting.fusion.channels_last_convs`` (cuDNN's NHWC rates);
+  ``layout: channels_last`` through ``counting.lowering.channels_last_convs`` (cuDNN's NHWC rates);
 - an LLM preset (``llm:<preset>``): ``analyze_llm`` in graph mode at the record's phase, context and tensor
   parallel degree; compiled (gpt-fast) and engine runs (llama.cpp) are flagged "mode not modelled";
 - ``gemm:MxNxK`` (mamf-finder): one matmul operator predicted in graph mode (device time only).
@@ -228,7 +228,7 @@ class Predictor:
             self._costs[key] = ModelCosts(model_spec(rec["workload"]), base_dtype=dtype)
         w = self._costs[key].at(rec["batch"], dtype)
         if rec.get("layout") == "channels_last":
-            from tops_advisor.counting.fusion import channels_last_convs
+            from tops_advisor.counting.lowering import channels_last_convs
             w = channels_last_convs(w)
         return w, hw, cal, perf
 

@@ -15,6 +15,7 @@ import torch
 from tops_advisor.api import ModelCosts
 from tops_advisor.counting import count_module
 from tops_advisor.counting.capture import capture_state, captured_for
+from tops_advisor.workload import NoteKind
 
 MODEL_FILE = """
 import torch
@@ -84,8 +85,9 @@ def test_a_forward_that_asks_is_counted_on_the_captured_path():
     assert eager.capture_sensitive and captured.capture_sensitive
     assert captured.flops == pytest.approx(2 * eager.flops)
     assert captured.captured and not eager.captured
-    assert any("CUDA-graph capture" in n for n in captured.notes)
-    assert not any("CUDA-graph capture" in n for n in eager.notes)
+    assert [n.kind for n in captured.notes] == [NoteKind.CAPTURED_PATH]
+    assert "takes another path there" in captured.notes[0].text
+    assert eager.notes == ()
 
 
 def test_model_costs_counts_once_when_the_forward_never_asks(tmp_path):
@@ -159,7 +161,7 @@ class ReadsOutsideCapture(torch.nn.Module):
 
 
 def _capture_fails(w) -> bool:
-    return any("CUDA-graph capture fails" in n for n in w.notes)
+    return any(n.kind == NoteKind.CAPTURE_FAILS for n in w.notes)
 
 
 def test_a_host_read_on_the_captured_path_says_capture_fails():
@@ -168,6 +170,22 @@ def test_a_host_read_on_the_captured_path_says_capture_fails():
     # read only outside capture: fine to capture, and eager does not claim otherwise
     assert not _capture_fails(count_module(ReadsOutsideCapture(always=False).to("meta"), x, "fp16", captured=True))
     assert not _capture_fails(count_module(ReadsOutsideCapture(always=False).to("meta"), x, "fp16"))
+
+
+def test_notes_have_kinds_and_dump_as_their_text():
+    x = torch.randn(4, 16, device="meta")
+    w = count_module(ReadsOutsideCapture(always=True).to("meta"), x, "fp16", captured=True)
+    assert [n.kind for n in w.notes] == [NoteKind.CAPTURE_FAILS]   # it never asks: no captured-path note
+    assert w.notes[0].text.startswith("its forward reads a tensor's value on the host while captured (1x")
+    assert json.loads(json.dumps(w.model_dump()))["notes"] == [w.notes[0].text]
+
+
+def test_a_note_given_as_a_string_is_an_info_note():
+    from tops_advisor.workload import Note, Workload
+
+    w = Workload(name="w", batch=1, dtype="fp32", ops=(), notes=("derived from a count at fp16",))
+    assert w.notes == (Note(NoteKind.INFO, "derived from a count at fp16"),)
+    assert str(w.notes[0]) == "derived from a count at fp16" and "count at" in w.notes[0]
 
 
 def test_a_forward_that_never_asks_and_reads_fails_capture_in_every_count():

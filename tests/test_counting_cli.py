@@ -173,6 +173,21 @@ def test_model_that_cannot_build_on_meta_is_built_for_real(tmp_path):
     assert json.loads(result.stdout)["flops"] == 340  # 2 * 5 * 4 * 8 + 5 * 4
 
 
+def test_a_forward_that_cannot_run_on_meta_is_counted_on_the_cpu_and_says_so(tmp_path):
+    """A CPU tensor added to the output of a meta model fails on the meta device: built again on the CPU and
+    counted through fake tensors, with a note of that kind."""
+    from tops_advisor.counting import count
+    from tops_advisor.workload import NoteKind
+
+    path = write(tmp_path, GOOD.replace("    return nn.Sequential(nn.Linear(8, 4), nn.ReLU())",
+                                        "    return nn.Sequential(nn.Linear(8, 4), AddsCpuOnes())").replace(
+        "import torch\n", "import torch\n\n\nclass AddsCpuOnes(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return x + torch.ones(4)\n", 1))
+    w = count(path, batch=5)
+    assert w.flops == 340                                    # addmm 2 * 5 * 4 * 8 = 320, add 5 * 4 = 20
+    assert [n.kind for n in w.notes] == [NoteKind.COUNTED_ON_CPU]
+
+
 def test_depth_groups_module_paths():
     deep = run(EXAMPLES / "resnet50.py", "--depth", "3")
     shallow = run(EXAMPLES / "resnet50.py", "--depth", "1")

@@ -6,15 +6,18 @@ once, each output written once, at the element size in use); views cost nothing.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from tops_advisor.counting import count_module
-from tops_advisor.counting.handles import HANDLES, ZERO_COST
+from tops_advisor.counting.handles import HANDLES, ZERO_COST, Cost, register
 from tops_advisor.errors import CountingError
-from tops_advisor.workload import OP_KINDS, GemmShape
+from tops_advisor.kinds import OpKind, Phase
+from tops_advisor.workload import OP_KINDS, GemmShape, OpRecord
 
 
 class Fn(nn.Module):
@@ -238,6 +241,9 @@ def test_softmax_elementwise_and_reduction():
     (F.hardswish, 5),                              # x * clamp(x + 3, 0, 6) / 6: add, max, min, mul, div
     (F.relu6, 2),                                  # max, min
     (lambda x: x.clamp(min=0), 1),                 # one bound: one comparison
+    (lambda x: x.clamp(-1, 1), 2),                 # two bounds: two comparisons
+    (lambda x: x.clip(-1, 1), 2),                  # clip is clamp
+    (lambda x: x.clip(max=1), 1),
     (torch.tanh, 1),                               # one transcendental instruction
 ])
 def test_activations_count_the_arithmetic_of_their_formula(fn, ops_per_element):
@@ -338,11 +344,58 @@ def test_registry_is_consistent():
         assert name in ZERO_COST, name
 
 
+def test_registering_a_name_twice_is_refused():
+    def formula(_call):
+        return Cost(OpKind.OTHER)
+
+    name = "aten.op_registered_by_this_test"
+    register(name)(formula)
+    try:
+        with pytest.raises(CountingError, match=f"{name} is already registered"):
+            register(name)(formula)
+    finally:
+        del HANDLES[name]
+    gelu = HANDLES["aten.gelu"]
+    with pytest.raises(CountingError, match="aten.gelu is already registered"):
+        register("aten.new_name_of_this_test", "aten.gelu")(formula)
+    assert HANDLES["aten.gelu"] is gelu and "aten.new_name_of_this_test" not in HANDLES  # nothing half-done
+    with pytest.raises(CountingError, match="ZERO_COST"):
+        register("aten.view")(formula)
+
+
 def test_every_kind_is_a_workload_kind():
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                           nn.Linear(4 * 3 * 3, 5), nn.Softmax(-1))
     w = count_module(model, torch.randn(1, 3, 8, 8))
     assert {op.kind for op in w.ops} <= set(OP_KINDS)
+    assert all(isinstance(op.kind, OpKind) for op in w.ops)
+    assert OP_KINDS == tuple(OpKind) and OP_KINDS[:2] == ("matmul", "conv")   # the words users already read
+
+
+def test_every_counted_operator_is_in_the_forward_phase():
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 5))
+    w = count_module(model, torch.randn(1, 3, 8, 8))
+    assert [op.phase for op in w.ops] == [Phase.FORWARD] * len(w.ops) and len(w.ops) == 4  # conv, bias add,
+    dumped = json.loads(json.dumps(w.model_dump()))["ops"]                                   # relu, addmm
+    assert [(op["kind"], op["phase"]) for op in dumped] == [
+        ("conv", "forward"), ("elementwise", "forward"), ("elementwise", "forward"), ("matmul", "forward")]
+
+
+def test_kernels_a_lowering_inserts_belong_to_the_phase_of_their_operator():
+    from tops_advisor.counting.lowering import CountedOp, OpFacts, lower_pytorch_cuda
+
+    conv = OpRecord(name="aten.convolution", kind="conv", module="c", flops=1.0, bytes_read=1.0, bytes_written=1.0,
+                    phase=Phase.BACKWARD)
+    facts = OpFacts(conv_bias_bytes=8.0, conv_out_elements=4, conv_out_bytes=16.0, conv_input_copy_bytes=32.0)
+    ops = lower_pytorch_cuda([CountedOp(conv, facts)])
+    assert [(op.name, op.phase) for op in ops] == [("aten.contiguous", "backward"), ("aten.convolution", "backward"),
+                                                   ("aten.add", "backward")]
+
+
+def test_an_operator_kind_is_one_of_the_kinds():
+    assert OpRecord(name="x", kind="pool", module="", flops=0, bytes_read=0, bytes_written=0).kind is OpKind.POOL
+    with pytest.raises(ValueError, match="gemm"):
+        OpRecord(name="x", kind="gemm", module="", flops=0, bytes_read=0, bytes_written=0)
 
 
 def test_fvcore_agrees_on_convolution_and_linear():

@@ -22,7 +22,7 @@ from tops_advisor.roofline.arrays import op_arrays
 from tops_advisor.roofline.defaults import DEFAULTS, Default, GemmTile
 from tops_advisor.roofline.device import device_perf
 from tops_advisor.roofline.rates import CLASSES, op_classes, padded_group_width
-from tops_advisor.workload import NATIVE_DEPTHWISE_FAMILY
+from tops_advisor.workload import NATIVE_DEPTHWISE_FAMILY, NoteKind
 
 NATIVE = NATIVE_DEPTHWISE_FAMILY
 
@@ -196,9 +196,11 @@ class _Upsample(nn.Module):
 def test_an_nhwc_upsampling_the_gpu_refuses_is_named():
     """2 x 64 x 4096 x 4096 = 2^31 output elements: PyTorch's NHWC bilinear kernel refuses it on CUDA."""
     w = count_module(_Upsample(), torch.randn(2, 64, 8, 8), "fp16")
-    assert any("refuses outputs of 2^31 - 1 elements" in n for n in w.notes)
+    assert [n.kind for n in w.notes] == [NoteKind.GPU_REFUSES]
+    assert "refuses outputs of 2^31 - 1 elements" in w.notes[0].text
+    assert "2,147,483,648 elements" in w.notes[0].text                    # 2 * 64 * 4096 * 4096
     w = count_module(_Upsample(), torch.randn(1, 64, 8, 8), "fp16")
-    assert not any("refuses" in n for n in w.notes)
+    assert w.notes == ()
 
 
 @pytest.mark.parametrize("width, padded", [(4, 4), (16, 16), (24, 32), (48, 64), (56, 64), (64, 64), (112, 128),

@@ -1,7 +1,7 @@
 """Library models by name (timm:, torchvision:, hf:) on the CPU with tiny configs, and keyword-input model files.
 
 The transformers cases are the ones that failed before: transformers 5.x reads ``attention_mask.all()`` on the
-host, which meta tensors cannot answer (counting/host_reads.py). Totals are checked against hand formulas
+host, which meta tensors cannot answer (counting/host/reads.py). Totals are checked against hand formulas
 for the matrix work, and parameters against the library's own count.
 """
 
@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from tops_advisor.cli import cli
 from tops_advisor.counting import MASKS_ALL_ONES, count, load_model
 from tops_advisor.errors import CountingError, ModelFileError
+from tops_advisor.workload import NoteKind
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -106,13 +107,13 @@ def test_timm_and_torchvision_by_name():
     small = count(load_model("timm:resnet18", input_shape=(3, 112, 112)), batch=2)
     stem = small.ops[0]  # the 7x7 stride-2 stem convolution: 56x56 outputs of 64 channels from 3x7x7 inputs
     assert stem.kind == "conv" and stem.flops == 2 * 2 * 56 * 56 * 64 * 3 * 7 * 7
-    assert any("3x112x112 (given)" in n for n in small.notes)
+    assert any(n.kind == NoteKind.SOURCE and "3x112x112 (given)" in n.text for n in small.notes)
 
 
 def test_torchvision_segmentation_builds_without_weights():
     pytest.importorskip("torchvision")
     w = count("torchvision:lraspp_mobilenet_v3_large", batch=1, dtype="fp16")
-    assert w.flops > 0 and any("weights transforms" in n for n in w.notes)
+    assert w.flops > 0 and any("weights transforms" in n.text for n in w.notes)
 
 
 def test_model_file_with_keyword_inputs(tmp_path):

@@ -149,15 +149,20 @@ def test_result_json_adds_human_units_and_hides_closeness():
 def test_a_model_cuda_graphs_cannot_capture_is_said_in_graph_mode_only():
     from dataclasses import replace
 
-    from tops_advisor.counting.host_copies import CPU_COPY_NOTE
+    from tops_advisor.counting.notes import CPU_COPY_NOTE
+    from tops_advisor.workload import Note, NoteKind
 
     note = CPU_COPY_NOTE.format(n=2)
 
     def uncapturable(batch: int, dtype: str) -> Workload:
-        return replace(stream(batch, dtype), notes=(note,))
+        return replace(stream(batch, dtype), notes=(Note(NoteKind.CAPTURE_FAILS, note),))
+
+    def said_otherwise(batch: int, dtype: str) -> Workload:  # the same words, but not a capture failure
+        return replace(stream(batch, dtype), notes=(Note(NoteKind.INFO, note),))
 
     assert note in recommend(uncapturable, [FAST, SLOW], Constraints(batch=1, mode="graph")).notes
     assert note not in recommend(uncapturable, [FAST, SLOW], Constraints(batch=1, mode="eager")).notes
+    assert note not in recommend(said_otherwise, [FAST, SLOW], Constraints(batch=1, mode="graph")).notes
     assert note not in recommend(stream, [FAST, SLOW], Constraints(batch=1, mode="graph")).notes
 
 

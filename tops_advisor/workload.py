@@ -9,20 +9,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
-# Operator kinds the roofline distinguishes (which unit does the work, which efficiency curve applies).
-OP_KINDS: tuple[str, ...] = (
-    "matmul",       # linear, matmul, bmm, einsum, addmm: tensor cores
-    "conv",         # convolution of every kind: tensor cores (implicit GEMM)
-    "attention",    # fused scaled-dot-product attention: tensor cores
-    "elementwise",  # activations, add, mul, casts: vector units, memory-bound
-    "norm",         # batch/layer/group/RMS norm
-    "softmax",
-    "reduction",    # sum, mean, max
-    "pool",         # max/avg/adaptive pooling
-    "embedding",    # gathers of table rows
-    "copy",         # cat, contiguous copies, layout changes, upsampling by copy
-    "other",
-)
+from .kinds import OpKind, Phase, StrEnum
+
+# Operator kinds the roofline distinguishes (which unit does the work, which efficiency curve applies), in the
+# order of ``OpKind.position``; each member equals its string ("matmul", "conv", ...).
+OP_KINDS: tuple[OpKind, ...] = tuple(OpKind)
 # OpRecord.family of a 2-D convolution that runs channels-last (NHWC: inductor's layout decision); its cuDNN
 # kernels differ from the NCHW ones eager PyTorch runs for the same grouped or depthwise convolution.
 CHANNELS_LAST_FAMILY = "channels_last"
@@ -59,7 +50,7 @@ class OpRecord:
     """One operator call as counted: the unit of prediction."""
 
     name: str                 # operator, e.g. "aten.convolution"
-    kind: str                 # one of OP_KINDS
+    kind: OpKind              # which unit does its work (a kind's string is taken too: "matmul")
     module: str               # module path it came from, e.g. "layer1.0.conv1" ("" for the top level)
     flops: float              # operations; one multiply-add = 2
     bytes_read: float         # minimal traffic: each input read once (parameters included)
@@ -74,6 +65,13 @@ class OpRecord:
     family: str = ""          # a finer kind where kernels of one kind differ (norms: "batch_norm",
                               # "layer_norm", "group_norm"; convolutions: CHANNELS_LAST_FAMILY); "" when
                               # the kind says enough
+    phase: Phase = Phase.FORWARD  # the part of a step it belongs to (forward, backward, optimizer)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, OpKind):
+            object.__setattr__(self, "kind", OpKind(self.kind))
+        if not isinstance(self.phase, Phase):
+            object.__setattr__(self, "phase", Phase(self.phase))
 
     @property
     def bytes(self) -> float:
@@ -83,6 +81,36 @@ class OpRecord:
     def intensity(self) -> float:
         """Operations per byte moved."""
         return self.flops / self.bytes if self.bytes else float("inf")
+
+
+class NoteKind(StrEnum):
+    """What a workload note is about (``Note.kind``): code acts on the kind, users read the text."""
+
+    CAPTURE_FAILS = "capture-fails"    # CUDA-graph capture fails on the forward: graph and compiled need a change
+    GPU_REFUSES = "gpu-refuses"        # a CUDA kernel refuses an operator at this size: the batch fails on the GPU
+    CAPTURED_PATH = "captured-path"    # counted as the forward runs captured, where it takes another path
+    COUNTED_ON_CPU = "counted-on-cpu"  # built on the CPU and counted through fake tensors (not the meta device)
+    SOURCE = "source"                  # what loading the model chose: its inputs, an implementation
+    INFO = "info"                      # anything else (an analytic build's assumptions, a derived count)
+
+
+@dataclass(frozen=True)
+class Note:
+    """One note about a workload: its kind, and the sentence a user reads. It reads as its text (``str(note)``,
+    ``"capture" in note``)."""
+
+    kind: NoteKind
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __contains__(self, part: str) -> bool:
+        return part in self.text
+
+
+def _as_note(note: Note | str) -> Note:
+    return note if isinstance(note, Note) else Note(NoteKind.INFO, str(note))
 
 
 @dataclass(frozen=True)
@@ -99,17 +127,22 @@ class Workload:
     activation_peak_bytes: float = 0.0  # largest set of activations alive at once (estimate)
     unsupported_ops: dict[str, int] = field(default_factory=dict)  # operator -> calls counted as zero
     source: str = ""                  # the model file or LLM config it came from
-    notes: tuple[str, ...] = ()
-    assumptions: tuple[str, ...] = ()  # what counting assumed about values it could not see (host_reads)
+    notes: tuple[Note, ...] = ()      # a plain string given here becomes a Note of kind INFO
+    assumptions: tuple[str, ...] = ()  # what counting assumed about values it could not see (counting/host/reads.py)
     module_calls: int = 0             # nn.Module forward calls in one pass, the root included (0: not counted)
     python_calls: int = 0             # other Python function calls in one pass (counting/pycalls.py)
     empty_module_calls: int = 0       # module calls that ran no operator (Identity, Dropout in eval)
     functional: bool = False          # issued from plain functions (an LLM built analytically), not from
                                       # nn.Module calls: less host time per operator in eager mode
-    lowering: str = ""                # how counted operators became kernels ("pytorch-cuda": eager PyTorch on
-                                      # a CUDA GPU, counting/lowering.py; "" when built as kernels directly)
+    lowering: str = ""                # how counted operators became kernels (a kinds.Lowering: "pytorch-cuda",
+                                      # eager PyTorch on a CUDA GPU, counting/lowering/; "" when built as kernels
+                                      # directly)
     captured: bool = False            # counted as the forward runs under CUDA-graph capture / torch.compile
     capture_sensitive: bool = False   # the forward asked whether it was captured (counting/capture.py)
+
+    def __post_init__(self) -> None:
+        if not all(isinstance(n, Note) for n in self.notes):
+            object.__setattr__(self, "notes", tuple(_as_note(n) for n in self.notes))
 
     @property
     def flops(self) -> float:
@@ -139,7 +172,7 @@ class Workload:
             "flops": self.flops, "bytes": self.bytes, "params": self.params, "param_bytes": self.param_bytes,
             "input_bytes": self.input_bytes, "activation_peak_bytes": self.activation_peak_bytes,
             "kernels": self.kernels, "intensity": self.intensity if self.bytes else None,
-            "unsupported_ops": dict(self.unsupported_ops), "notes": list(self.notes),
+            "unsupported_ops": dict(self.unsupported_ops), "notes": [n.text for n in self.notes],
             "assumptions": list(self.assumptions), "module_calls": self.module_calls,
             "python_calls": self.python_calls, "empty_module_calls": self.empty_module_calls, "lowering": self.lowering,
             "ops": ops,

@@ -7,7 +7,7 @@ lowered to the kernels eager PyTorch launches on a CUDA GPU (``lowering.lower_py
 
 from .counter import COUNT_DTYPES, UnsupportedOpWarning, count, count_module
 from .handles import HANDLES, ZERO_COST, Cost, OpCall, TensorInfo, register
-from .host_reads import MASKS_ALL_ONES
+from .host.reads import MASKS_ALL_ONES
 from .library_models import LibraryModel
 from .lowering import INDUCTOR_CUDA, LOWERINGS, PYTORCH_CUDA, lower_pytorch_cuda, lowering_for
 from .model_file import ModelFile, load_model_file

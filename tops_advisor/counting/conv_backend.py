@@ -9,8 +9,8 @@ own ``conv_depthwise2d_forward_kernel``, which computes in fp32 per element: its
 single precision (H200 per-operator profiles, benchmarks/results/*records*: 5x5 at 2.7 TFLOPS fp16 and
 2.8 fp32; ConvMixer's 7x7 at 2.5-2.7 fp16, where cuDNN's fp16 depthwise kernels reach 4-7).
 
-A channels-last input always goes to cuDNN (``cudnn_conv_suggest_memory_format``); the fusion step marks
-those (``CHANNELS_LAST_FAMILY``). The rule holds for the half-precision dtype only; the roofline applies it
+A channels-last input always goes to cuDNN (``cudnn_conv_suggest_memory_format``); the inductor lowering
+marks those (``CHANNELS_LAST_FAMILY``). The rule holds for the half-precision dtype only; the roofline applies it
 (``rates.depthwise_rate``) and treats bf16 as native throughout.
 """
 

@@ -32,7 +32,7 @@ def fused_on_cuda(args: tuple, kwargs: dict) -> bool:
 
 def record_fused(record, args: tuple, kwargs: dict, out) -> None:
     """Record the three kernels of a fused call with ``record(name, args, kwargs, out)`` (the counter's
-    ``_State.record``): in-projection addmm, scaled-dot-product attention, out-projection addmm. Inputs are
+    ``CountingRun.record``): in-projection addmm, scaled-dot-product attention, out-projection addmm. Inputs are
     (length, batch, embed) as the composite receives them."""
     query, key = args[0], args[1]
     heads, w_in, b_in, w_out, b_out = args[4], args[5], args[6], args[11], args[12]

@@ -21,7 +21,7 @@ from ..catalog import Hardware
 from ..errors import NothingFeasibleError, UnsupportedPrecisionError
 from ..roofline import Prediction, device_perf, predict
 from ..units import format_seconds
-from ..workload import Workload
+from ..workload import NoteKind, Workload
 from .constraints import AUTO_DTYPES, Constraints, filters_text
 from .ranking import candidates, rank
 from .results import Recommendation, RecommendResult, Rejection
@@ -148,8 +148,8 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
     if first.unsupported_ops:
         notes.append("unsupported operators counted as zero: "
                      + ", ".join(f"{k} x{v}" for k, v in first.unsupported_ops.items()))
-    if c.mode != "eager":  # a model CUDA graphs cannot capture (counting.host_copies: CPU_COPY_NOTE)
-        notes += [n for n in first.notes if "CUDA-graph capture fails" in n]
+    if c.mode != "eager":  # a model CUDA graphs cannot capture (counting/notes.py)
+        notes += [n.text for n in first.notes if n.kind == NoteKind.CAPTURE_FAILS]
     return RecommendResult(recommendations=recs, rejected=rejected, constraints=c, notes=tuple(notes))
 
 

@@ -130,5 +130,5 @@ def render_analysis(pred: Prediction, hw_name: str, advice: list[str], band: Err
     for note in relevant_assumptions(pred):
         bullet(out, f"assumes: {note}", mark=" ", style="dim")
     if workload is not None:
-        for line in [*workload.notes, *(f"assumed: {a} (--strict refuses)" for a in workload.assumptions)]:
+        for line in [*(n.text for n in workload.notes), *(f"assumed: {a} (--strict refuses)" for a in workload.assumptions)]:
             bullet(out, line, mark=" ", style="dim")

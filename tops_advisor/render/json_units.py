@@ -117,7 +117,7 @@ def analysis_json(a: ModelAnalysis, plot: str | None = None) -> dict:
     """``analyze --json``: the prediction, then the advice, the counter's caveats and the error band."""
     w = a.workload
     return {**prediction_json(a.prediction), "advice": a.advice, "unsupported_ops": dict(w.unsupported_ops),
-            "assumptions": list(w.assumptions), "notes": list(w.notes),
+            "assumptions": list(w.assumptions), "notes": [n.text for n in w.notes],
             "expected_error": band_json(a.band) if a.band else None, "plot": plot}
 
 

@@ -1,15 +1,6 @@
-"""Lowering: turn the hardware-independent operator list into the kernels one software stack launches.
+"""The eager lowering: counted operators -> the kernels eager PyTorch launches on a CUDA GPU.
 
-The counter (``counter.py``) records what the model computes, operator by operator, plus a few facts about
-each call (:class:`OpFacts`: a convolution's bias, the query/key/value of an attention call, whether a copy
-copies an attention output). A lowering reads those facts and rewrites the list into what a given stack
-really runs. Pure: no torch, no hardware numbers; ``count_module`` applies one as an explicit step and the
-``Workload`` names it (``Workload.lowering``).
-
-:func:`lower_inductor_cuda` (``fusion.py``) is ``torch.compile``'s inductor: fused triton kernels around the
-library GEMMs, convolutions and attention (``--mode compiled``).
-
-:func:`lower_pytorch_cuda` is eager PyTorch on a CUDA GPU (cuDNN convolutions, fused SDPA kernels). It makes
+Eager PyTorch on a CUDA GPU runs cuDNN convolutions and fused SDPA kernels. :func:`lower_pytorch_cuda` makes
 four rewrites, the first three measured on the H200:
 
 1. **Convolution bias after cuDNN.** PyTorch runs cuDNN's convolution without its bias and adds the bias
@@ -38,60 +29,24 @@ four rewrites, the first three measured on the H200:
    to 128, -28% to -50% compiled at batch 32 while batch 1 was +15%).
 
 Choosing the fused kernels themselves (SDPA and RMS norm counted as one kernel, SDPA's math path when no
-fused kernel takes the inputs) stays in the counter: it decides which ATen operators run at all, and a
+fused kernel takes the inputs) stays in the counter (``attention_choice.py``): it decides which ATen operators run at all, and a
 decomposition cannot be undone from the operator list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import NamedTuple
+from collections.abc import Iterable
 
-from ..errors import CountingError
-from ..workload import OpRecord
-from .fusion import Flow, conv_input_copy, lower_inductor_cuda
+from ...kinds import OpKind
+from ...workload import OpRecord
+from .facts import CountedOp, OpFacts
 
-PYTORCH_CUDA = "pytorch-cuda"
-INDUCTOR_CUDA = "inductor-cuda"   # torch.compile (inductor, default mode) on a CUDA GPU: fusion.py
-NO_LOWERING = "none"
 HALF_DTYPES = ("fp16", "bf16")
 HEAD_DIM_ALIGNMENT = 8  # pad_last_dim<8>: flash and memory-efficient kernels take multiples of 8
 
 
-@dataclass(frozen=True)
-class TensorFacts:
-    """A tensor as a lowering needs it: its elements, its last dimension, bytes per element and dtype."""
-
-    numel: int
-    last_dim: int
-    itemsize: float
-    dtype: str
-
-
-@dataclass(frozen=True)
-class OpFacts:
-    """Hardware-independent facts about one operator call, recorded by the counter for the lowerings."""
-
-    conv_bias_bytes: float | None = None  # a convolution's bias tensor (None: no bias)
-    conv_input_copy_bytes: float = 0.0   # a convolution's strided input, copied dense first (0: none)
-    conv_out_elements: int = 0      # a convolution's output elements ...
-    conv_out_bytes: float = 0.0     # ... and bytes
-    attention_inputs: tuple[TensorFacts, ...] = ()  # query, key and value of a fused attention call
-    copies_attention_output: bool = False  # a clone of an attention output's heads/sequence transpose
-
-
-class CountedOp(NamedTuple):
-    """One counted operator, the facts a lowering may need about it, and its dataflow (``fusion.Flow``:
-    the values it reads and writes; the inductor lowering fuses along it)."""
-
-    record: OpRecord
-    facts: OpFacts | None = None
-    flow: Flow | None = None
-
-
 def lower_pytorch_cuda(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
-    """Eager PyTorch on a CUDA GPU: the three rewrites of the module docstring, in operator order."""
+    """Eager PyTorch on a CUDA GPU: the rewrites of the module docstring, in operator order."""
     out: list[OpRecord] = []
     for record, facts, _flow in ops:
         if facts is None:
@@ -104,30 +59,14 @@ def lower_pytorch_cuda(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
     return tuple(out)
 
 
-def no_lowering(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
-    """The operator list as counted: what the model computes, not what a stack launches."""
-    return tuple(counted.record for counted in ops)
-
-
-LOWERINGS: dict[str, Callable[[Iterable[CountedOp]], tuple[OpRecord, ...]]] = {
-    PYTORCH_CUDA: lower_pytorch_cuda,
-    INDUCTOR_CUDA: lower_inductor_cuda,
-    NO_LOWERING: no_lowering,
-}
-
-
-def lowering_for(mode: str) -> str:
-    """The lowering a prediction mode runs on: inductor's kernels for ``compiled``, eager PyTorch's else."""
-    return INDUCTOR_CUDA if mode == "compiled" else PYTORCH_CUDA
-
-
-def lower(name: str, ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
-    """Apply the lowering called ``name`` (one of LOWERINGS)."""
-    try:
-        fn = LOWERINGS[name]
-    except KeyError:
-        raise CountingError(f"unknown lowering {name!r}; expected one of {', '.join(LOWERINGS)}") from None
-    return fn(ops)
+def conv_input_copy(conv: OpRecord, facts: OpFacts) -> list[OpRecord]:
+    """Rewrite 4: the dense copy of a strided convolution input, launched inside the convolution's call
+    (inductor's lowering inserts it too)."""
+    if not facts.conv_input_copy_bytes:
+        return []
+    n = facts.conv_input_copy_bytes
+    return [OpRecord(name="aten.contiguous", kind=OpKind.COPY, module=conv.module, flops=0.0, bytes_read=n,
+                     bytes_written=n, dtype=conv.dtype, kernels=1, strided=True, internal=True, phase=conv.phase)]
 
 
 def _conv_bias_add(conv: OpRecord, facts: OpFacts) -> list[OpRecord]:
@@ -135,9 +74,10 @@ def _conv_bias_add(conv: OpRecord, facts: OpFacts) -> list[OpRecord]:
     if facts.conv_bias_bytes is None:
         return []
     return [OpRecord(
-        name="aten.add", kind="elementwise", module=conv.module, flops=float(facts.conv_out_elements),
+        name="aten.add", kind=OpKind.ELEMENTWISE, module=conv.module, flops=float(facts.conv_out_elements),
         bytes_read=facts.conv_out_bytes + facts.conv_bias_bytes, bytes_written=facts.conv_out_bytes,
-        param_bytes=facts.conv_bias_bytes, dtype=conv.dtype, kernels=1, strided=True, internal=True)]
+        param_bytes=facts.conv_bias_bytes, dtype=conv.dtype, kernels=1, strided=True, internal=True,
+        phase=conv.phase)]
 
 
 def _head_dim_padding(attention: OpRecord, facts: OpFacts) -> list[OpRecord]:
@@ -152,7 +92,7 @@ def _head_dim_padding(attention: OpRecord, facts: OpFacts) -> list[OpRecord]:
         padded_dim = -(-t.last_dim // HEAD_DIM_ALIGNMENT) * HEAD_DIM_ALIGNMENT
         padded_bytes = t.numel // t.last_dim * padded_dim * t.itemsize
         pads.append(OpRecord(
-            name="aten.constant_pad_nd", kind="copy", module=attention.module, flops=0.0,
+            name="aten.constant_pad_nd", kind=OpKind.COPY, module=attention.module, flops=0.0,
             bytes_read=float(t.numel * t.itemsize), bytes_written=float(2 * padded_bytes), dtype=t.dtype,
-            kernels=2, strided=True, internal=True))
+            kernels=2, strided=True, internal=True, phase=attention.phase))
     return pads

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..errors import CountingError
+from ...errors import CountingError
 
 MASKS_ALL_ONES = ("boolean values read on the host (e.g. attention-mask checks such as mask.all()) are taken "
                   "as all true: masks of ones, no padding")
@@ -59,7 +59,7 @@ class HostReads:
         return name in (_SCALAR, _NONZERO)
 
     def answer(self, name: str, func, args: tuple, kwargs: dict, on_host: bool = False):
-        """The read's result; ``on_host``: the tensor is host data (``host_data.py``), so reading it does not
+        """The read's result; ``on_host``: the tensor is host data (``data.py``), so reading it does not
         synchronise with the GPU."""
         t = args[0]
         module = self._module()

@@ -5,16 +5,13 @@ pinned". A forward makes such a copy when it moves a CPU tensor to the device, b
 Python data (``torch.tensor(0.0, device=d)``), or indexes a device tensor with Python data or a CPU tensor
 (the index is copied over first). Counted on the meta device a model stands for one on the GPU, so these
 show as operators or calls with a CPU source and a meta result; through fake tensors every device reads as
-the CPU and none is seen. The counter adds ``CPU_COPY_NOTE`` to the workload for them.
+the CPU and none is seen. The counter notes them on the workload (``notes.CPU_COPY_NOTE``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
-
-CPU_COPY_NOTE = ("its forward copies a tensor made on the CPU to the device ({n}x): CUDA-graph capture fails "
-                 "on such a copy, so graph and compiled (CUDA-graph) latencies need the model changed first")
 
 _DEVICE_COPIES = frozenset({"aten._to_copy", "aten.copy_", "aten._copy_from"})
 _INDEXING = frozenset({"aten.index", "aten.index_put", "aten.index_put_", "aten._index_put_impl_"})

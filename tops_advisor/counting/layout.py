@@ -1,0 +1,121 @@
+"""Memory layouts as the GPU would see them, read from the strides of meta (or fake) tensors.
+
+Which inputs are permuted views (slow, uncoalesced reads for memory-bound kernels), which elementwise inputs
+are dense in one memory order anyway, which convolution inputs PyTorch copies dense first, how cuDNN lays out
+a convolution's output, which kernel family a layout picks, and which channels-last output a CUDA kernel
+refuses by size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from ..kinds import OpKind
+from .conv_backend import depthwise_family
+from .handles import OpCall, int_tuple
+
+CONVOLUTIONS = ("aten.convolution", "aten._convolution")
+
+# Operators whose kernels differ within their kind (OpRecord.family): the roofline reads the family, never
+# an ATen name.
+OP_FAMILY = {"aten.native_batch_norm": "batch_norm", "aten.native_layer_norm": "layer_norm",
+             "aten.layer_norm": "layer_norm", "aten.native_group_norm": "group_norm",
+             "aten.group_norm": "group_norm", "aten.upsample_bilinear2d": "bilinear_upsample"}
+
+# Memory-bound kinds whose kernels slow down when an input is a permuted or transposed view.
+_STRIDE_SENSITIVE_KINDS = (OpKind.ELEMENTWISE, OpKind.NORM, OpKind.SOFTMAX, OpKind.REDUCTION, OpKind.COPY)
+_INT_MAX = 2**31 - 1
+
+
+def _strided(t: torch.Tensor) -> bool:
+    """A permuted/transposed view: not contiguous in either standard layout. Broadcast views (a zero
+    stride, e.g. a bias) and scalars are not strided in this sense."""
+    try:
+        if t.dim() < 2 or t.numel() <= 1 or 0 in t.stride():
+            return False
+        return not (t.is_contiguous() or t.is_contiguous(memory_format=torch.channels_last)
+                    if t.dim() == 4 else t.is_contiguous())
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
+def _one_dense_layout(tensors: Sequence[torch.Tensor]) -> bool:
+    """Every full-size input of an elementwise operator is dense in one and the same memory order (a permuted
+    view of a contiguous tensor, such as a transpose). PyTorch's TensorIterator then reorders the dimensions
+    and runs its vectorised kernel in memory order: data2vec-audio's GELU on a transposed (batch, channels,
+    time) view moved 3.1 TB/s at fp16 batch 32 (H200 profile, blind round 21), as a contiguous one does.
+    Broadcast inputs (a zero stride) and scalars do not count."""
+    full = [t for t in tensors if t.dim() >= 2 and t.numel() > 1 and 0 not in t.stride()]
+    if not full:
+        return False
+    first = full[0]
+    if any(t.shape != first.shape or t.stride() != first.stride() for t in full):
+        return False
+    order = sorted(range(first.dim()), key=lambda d: -first.stride()[d])   # outermost first
+    return first.permute(order).is_contiguous()
+
+
+def reads_strided(kind: OpKind, activations: Sequence[torch.Tensor]) -> bool:
+    """``OpRecord.strided``: a memory-bound operator reads an activation through a permuted view, unless it is
+    elementwise over inputs dense in one order (TensorIterator walks that layout in memory order)."""
+    strided = kind in _STRIDE_SENSITIVE_KINDS and any(_strided(t) for t in activations)
+    if strided and kind == OpKind.ELEMENTWISE and _one_dense_layout(activations):
+        return False
+    return strided
+
+
+def not_dense(x: torch.Tensor) -> bool:
+    """A convolution input PyTorch copies before cuDNN: dense in neither NCHW nor channels-last once a 1-D
+    input is viewed as 2-D (N, C, 1, L), as ``_convolution`` does (so a transposed (N, L, C) sequence is a
+    channels-last input, not a copy, while a channel slice of a batch is one)."""
+    try:
+        x = x.unsqueeze(2) if x.dim() == 3 else x
+        layout = {4: torch.channels_last, 5: torch.channels_last_3d}.get(x.dim())
+        if layout is None or x.numel() <= 1:
+            return False
+        return not (x.is_contiguous() or x.is_contiguous(memory_format=layout))
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
+def _channels_last(t: torch.Tensor) -> bool:
+    return t.dim() == 4 and not t.is_contiguous() and t.is_contiguous(memory_format=torch.channels_last)
+
+
+def cudnn_output_layout(name: str, args: tuple, out):
+    """cuDNN writes the output of a convolution with a channels-last input channels-last
+    (``cudnn_conv_suggest_memory_format``); the meta kernel writes it NCHW. Restride it as the GPU lays it
+    out, so the layouts downstream (residual adds, norms, upsampling, the next depthwise convolution) are the
+    GPU's."""
+    if name in CONVOLUTIONS and args and isinstance(args[0], torch.Tensor) and _channels_last(args[0]) \
+            and isinstance(out, torch.Tensor) and out.dim() == 4 and out.is_contiguous():
+        return out.contiguous(memory_format=torch.channels_last)
+    return out
+
+
+def family(call: OpCall, ins: list[torch.Tensor]) -> str:
+    """``OP_FAMILY``; bilinear upsampling of a channels-last input runs PyTorch's NHWC kernel (parallel over
+    every element), not the NCHW one the family stands for (HF SegFormer's decode head: 2.85 ms at batch 128
+    where the NCHW kernel takes 30); a depthwise convolution PyTorch keeps from cuDNN (``conv_backend``) unless
+    its input is channels-last (cuDNN's NHWC kernels take it)."""
+    name = call.name
+    if name in CONVOLUTIONS and len(ins) >= 2:
+        x = ins[0]
+        if _channels_last(x):
+            return ""
+        return depthwise_family(tuple(x.shape), tuple(ins[1].shape), int_tuple(call.arg(3, "stride", 1)),
+                                int_tuple(call.arg(5, "dilation", 1)), int(call.arg(8, "groups", 1)),
+                                bool(call.arg(6, "transposed", False)))
+    found = OP_FAMILY.get(name, "")
+    if found == "bilinear_upsample" and ins and _channels_last(ins[0]):
+        return ""
+    return found
+
+
+def refused_on_cuda(name: str, ins: list[torch.Tensor], outs: list[torch.Tensor]) -> bool:
+    """PyTorch's NHWC bilinear upsampling kernel checks its output size
+    (``upsample_bilinear2d_nhwc only supports output tensors with less than INT_MAX elements``)."""
+    return (name == "aten.upsample_bilinear2d" and bool(ins) and bool(outs) and _channels_last(ins[0])
+            and outs[0].numel() >= _INT_MAX)
