@@ -152,12 +152,12 @@ def test_unknown_name_suggests_close_ids(catalog):
 
 
 def test_article_table_doc_matches_the_catalog():
-    spec = importlib.util.spec_from_file_location("article_table", REPO / "benchmarks" / "article_table.py")
+    spec = importlib.util.spec_from_file_location("article_table", REPO / "benchmarks" / "reports" / "article_table.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     doc = (REPO / "docs" / "article-table.md").read_text(encoding="utf-8")
     block = module.render(Catalog.from_dirs([DB]))
     assert module.replace_block(doc, block) == doc, (
-        "docs/article-table.md is stale: run python3 benchmarks/article_table.py --write docs/article-table.md")
+        "docs/article-table.md is stale: run python3 benchmarks/reports/article_table.py --write docs/article-table.md")
     # the corrections the doc exists for
     assert "| FP16 tensor, dense, FP32 accumulate (TFLOPS) | 142 | 71 | 330 | 165.2 |" in block

@@ -132,9 +132,9 @@ class RooflineDefaults:
     # at which the eager host costs below hold. A probe that measures it scales them in proportion: the stack
     # is module call + dispatcher + launch, what a model's eager time is made of. Derived, not fitted to a
     # round: 88 eager batch-1 timings of 18 library models on the H200 machine, each beside a stack probe
-    # (benchmarks/host_drift.py; results/blind20 and blind28/host_drift.json, the host in its fast state at
+    # (benchmarks/harness/host_drift.py; rounds/round-15/measured and blind28/host_drift.json, the host in its fast state at
     # 16-17 us and its slow one at 25-28 us): measured / predicted-at-reference = stack time / 17.8 us at the
-    # median (per session: 21.0 us in round 15's, 16.5 us in round 23's; `benchmarks/host_stack_fit.py`).
+    # median (per session: 21.0 us in round 15's, 16.5 us in round 23's; `benchmarks/studies/host-stack-fit/host_stack_fit.py`).
     eager_module_call_reference_s: Default = Default(17.8e-6, "H200 machine: 88 timings of 18 models beside "
                                                                "the module-stack probe (host_drift.json)")
     # Idle time between back-to-back kernels in a CUDA graph replay. H200: (graph latency - summed kernel
@@ -173,7 +173,7 @@ class RooflineDefaults:
     # Least squares on relative error over 37 models (5 hand-written files, 12 timm, 6 torchvision, 14
     # transformers) at batch 1 on the H200 machine, 2026-11-30 (benchmarks/results/h200_host_cost_b1.json,
     # host times; Python calls counted with the versions measured there, transformers 5.17 and timm 1.0.29;
-    # whisper-tiny left out, its host time exceeded its eager latency; `python benchmarks/host_cost_fit.py`):
+    # whisper-tiny left out, its host time exceeded its eager latency; `python benchmarks/studies/host-cost-fit/host_cost_fit.py`):
     # 7.5 us per operator, 10.1 us per module call that runs operators, 3.8 us per module call that runs none
     # (nn.Identity, Dropout in eval: the call machinery alone), 4.0 us per Python call; 10.4% median |error|,
     # p90 21%, worst 32%, where operators + module calls alone gave 11.8%, p90 28%, worst 62% (transformers
@@ -254,8 +254,8 @@ class RooflineDefaults:
     # FlashAttention (16-bit) multiples of 32 up to 256; the memory-efficient kernel (fp32) 64, 128, then any.
     # H200 sweep (benchmarks/results/h200_sweep.json): fp32 head dims 36, 40 and 64 at batch 32 all take 80 us.
     # Hopper, 16 bits, tile by tile (rates.tiled_attention_rate). H200 sweep of F.scaled_dot_product_attention
-    # over 6 sequence lengths x 5 head dims x 2 batch sizes (benchmarks/sdpa_sweep.py ->
-    # benchmarks/results/h200_sdpa_sweep.json): with 128 x 128 tiles, one block per SM, exponentials at 16 per
+    # over 6 sequence lengths x 5 head dims x 2 batch sizes (benchmarks/studies/sdpa/sdpa_sweep.py ->
+    # benchmarks/studies/sdpa/h200_sdpa_sweep.json): with 128 x 128 tiles, one block per SM, exponentials at 16 per
     # clock per SM, cuDNN's kernel fits a 1.1 us block cost and products at the GEMM rate (head dim 64: 1.22 us
     # per tile predicted, 1.23 measured; 128: 1.92 against 1.9); FlashAttention-2's kernel (head dim 36)
     # reaches 0.31 of it at 1,024 tokens (FlashAttention-3's paper: FA2 reaches ~35% of H100's peak).
@@ -267,7 +267,7 @@ class RooflineDefaults:
     # PyTorch's NCHW bilinear upsampling kernel loops over batch x channels in each thread (rates.bilinear_loop_s).
     bilinear_iteration_s: Default = Default(320e-9, "H200 sweep of F.interpolate(mode='bilinear'), 14 shapes: "
                                                     "190-570 ns per loop iteration, median 320 "
-                                                    "(benchmarks/results/h200_slow_ops_sweep.json)")
+                                                    "(benchmarks/studies/slow-ops/h200_slow_ops_sweep.json)")
     # Convolutions whose input has fewer channels than a tensor-core fragment (the image stem: 1, 3 or 4
     # channels) cannot run cuDNN's tensor-core kernels on NCHW data without padding (cuDNN Legacy API guide,
     # "Tensor Core operations": channels a multiple of 8 for 16-bit data); cuDNN picks CUDA-core kernels
@@ -335,7 +335,7 @@ class RooflineDefaults:
     gemm_tiles: tuple = ((128, 256, 1.0), (128, 128, 0.92), (64, 128, 0.8), (64, 64, 0.6), (32, 32, 0.3),
                          (8, 128, 0.6))
     # Plain FP32 runs SIMT kernels: large tiles when there is work, smaller tiles and GEMV-like kernels
-    # (gemv2T, gemmSN) for few rows. H200 sweep (`benchmarks/sweep_kernels.py report`): with the large tiles
+    # (gemv2T, gemmSN) for few rows. H200 sweep (`benchmarks/studies/kernel-sweep/sweep_kernels.py report`): with the large tiles
     # only, fp32 Linear layers on 1, 8 and 197 rows were predicted 1.4-5x too slow; with these, median 24%.
     gemm_tiles_simt: tuple = ((128, 128, 1.0), (128, 64, 0.85), (64, 64, 0.55), (8, 128, 0.6), (1, 128, 0.6))
     # Tiles of at most skinny_tile_rows rows stand for GEMV-like kernels: used only up to skinny_max_rows rows.
@@ -390,7 +390,7 @@ class RooflineDefaults:
     # "channels_last"``): cuDNN's direct NHWC kernels (``conv2d_c1_k1_nhwc_specialized``) read each pixel's
     # channels contiguously, as a copy does, so they move their bytes at the copy bandwidth (the copy factor
     # of ``kind_bandwidth_factor_by_width``) where NCHW's reach 0.25 of it. H200 compiled traces
-    # (benchmarks/results/h200_compiled.json, matched kernel by kernel by benchmarks/compiled_conv_kernels.py,
+    # (benchmarks/results/h200_compiled.json, matched kernel by kernel by benchmarks/studies/compiled-conv-kernels/compiled_conv_kernels.py,
     # minus the 3.0 us depthwise floor): MobileNetV2 b32 fp16's 17 3x3 depthwise convolutions moved
     # 2,366 GB/s (0.55 of the copy bandwidth), EfficientNet-B0's seven 2,369 GB/s (0.55); fp16 copies reach
     # 0.57. Arithmetic: ConvNeXt-T b32 fp16's 18 7x7 depthwise convolutions ran at 10.9 TFLOPS, 0.23 of the
@@ -416,7 +416,7 @@ class RooflineDefaults:
     # An NCHW grouped convolution (eager PyTorch, cuDNN) computes each group in an NHWC tile at least 64
     # channels wide: cuDNN's kernels for 4-32 channels per group are 64x64 implicit-GEMM tiles (sm80/sm90
     # xmma "tilesize64x64x64"), and the time of one shape is nearly the same at 4, 8, 16, 32 and 64 channels
-    # per group (H200 sweep, results/h200_grouped_conv_groups.json, fp16 batch 64 at 56x56: 183-202 TFLOPS at
+    # per group (H200 sweep, studies/grouped-conv/h200_grouped_conv_groups.json, fp16 batch 64 at 56x56: 183-202 TFLOPS at
     # 64 per group, 10-11 at 4, 44-51 at 16). ``rates.grouped_nchw_rate``.
     grouped_nchw_tile_channels: int = 64
 

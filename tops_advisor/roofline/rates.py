@@ -222,7 +222,7 @@ def grouped_channels_last_rate(a: dict, perf: DevicePerf, precision: str) -> np.
 
 def padded_group_width(channels: np.ndarray) -> np.ndarray:
     """The channels per group a grouped kernel computes: the next power of two up to 128, then the next
-    multiple of 64 (cuDNN pads a group to its tile; H200 sweep, ``results/h200_grouped_conv_groups.json``:
+    multiple of 64 (cuDNN pads a group to its tile; H200 sweep, ``studies/grouped-conv/h200_grouped_conv_groups.json``:
     24 per group runs at 16's rate, 48 and 56 at under 64's)."""
     c = np.maximum(np.asarray(channels, dtype=np.float64), 1.0)
     pow2 = 2.0 ** np.ceil(np.log2(c))
@@ -234,7 +234,7 @@ def grouped_nchw_rate(a: dict, perf: DevicePerf, precision: str, factor: float |
     is padded to ``padded_group_width`` channels and run in tiles at least ``grouped_nchw_tile_channels``
     wide (narrower groups share a tile or pad it), so the work done is m x groups x padded x window x
     max(padded, tile) whatever the group width: at 4-64 channels per group the time of one shape is nearly
-    constant (H200 sweep, ``results/h200_grouped_conv_groups.json``). That work runs at the convolution rate
+    constant (H200 sweep, ``studies/grouped-conv/h200_grouped_conv_groups.json``). That work runs at the convolution rate
     of its dense shape (``factor``: the convolution factor); the useful share is (width/padded) x
     (width/tile width)."""
     width = np.maximum(a["n"], 1.0)
@@ -305,7 +305,7 @@ def head_dim_use(head_dim: np.ndarray, precision: str, d: RooflineDefaults) -> n
 
 
 def tiled_attention_rate(a: dict, perf: DevicePerf, precision: str) -> np.ndarray:
-    """Fused attention on Hopper in 16 bits, tile by tile (H200 sweep, ``benchmarks/sdpa_sweep.py``).
+    """Fused attention on Hopper in 16 bits, tile by tile (H200 sweep, ``benchmarks/studies/sdpa/sdpa_sweep.py``).
 
     Each thread block owns ``rows`` queries of one (batch, head) and walks the keys ``rows`` at a time; blocks run
     one per SM, in waves. A block costs a fixed ``attention_block_s`` (load the queries, write the output) plus,
@@ -387,7 +387,7 @@ def bandwidth_factors(a: dict, cls: np.ndarray, d: RooflineDefaults) -> np.ndarr
 def bilinear_loop_s(a: dict, perf: DevicePerf) -> np.ndarray:
     """PyTorch's NCHW bilinear upsampling: one thread per output position (``m``) loops over batch x channels
     (``n``), one memory round trip per iteration; positions beyond one wave of resident threads run again.
-    H200 sweep (benchmarks/slow_ops_sweep.py): 190-570 ns per iteration, 20-470 GB/s, where the copy model
+    H200 sweep (benchmarks/studies/slow-ops/slow_ops_sweep.py): 190-570 ns per iteration, 20-470 GB/s, where the copy model
     said 2-4 TB/s (LR-ASPP's 33 -> 65 upsampling at batch 128: 6.1 ms measured, 73 us predicted before)."""
     d = perf.defaults
     waves = np.ceil(np.maximum(a["m"], 1.0) / (perf.compute_units * d.resident_threads_per_unit))
