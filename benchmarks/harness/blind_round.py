@@ -10,7 +10,7 @@ Predictions are for the H200 SXM: datasheet defaults and the shipped calibration
 time depends on the host's speed, which a probe of the same machine measures (the time of a trivial operator
 launched eagerly, ``probe.overhead.eager_kernel_s``; from round 24 also the host time per module call of a
 stack of tiny layers, ``probe.overhead.module_call_s``): the predict step writes eager predictions for a grid
-of such probe values, and the score step takes the grid point nearest the probe measured in the same session
+of such probe values, and the score step takes the grid point nearest the probe measured in the same run
 (or right before each point), so nothing is predicted after the measurement. Error = (predicted - measured) /
 measured.
 """

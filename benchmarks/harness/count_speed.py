@@ -2,7 +2,7 @@
 
 Each model is counted in a fresh Python process (so peak resident memory is its own): the time to import
 torch and tops_advisor.counting, the first count (includes torch's one-off lazy imports), a second count of
-the same file, and the process's peak RSS. Targets (issue 3): ResNet-50 under 2 s after import; the 70B
+the same file, and the process's peak RSS. Targets: ResNet-50 under 2 s after import; the 70B
 model under 10 s and under 2 GB resident.
 
     python3 benchmarks/harness/count_speed.py [--batch 1] [--dtype fp16] [--json]

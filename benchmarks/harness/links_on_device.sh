@@ -1,5 +1,5 @@
 #!/bin/bash
-# The multi-GPU runs of docs/probe.md "Several GPUs" (issue 9): topology, `probe --all-gpus`, tensor-parallel
+# The multi-GPU runs of docs/probe.md "Several GPUs": topology, `probe --all-gpus`, tensor-parallel
 # decode of a LLaMA-3-8B-shaped model against the prediction, and an injected hang on real GPUs.
 # Usage (on a machine with 2 or more GPUs, repository root): OUT=dir [TP="1 2 4"] bash benchmarks/harness/links_on_device.sh
 # Writes everything under ${OUT:-out}. Each step has its own time limit; a failing step does not stop the rest.

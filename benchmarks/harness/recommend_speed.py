@@ -3,7 +3,7 @@ processes, so imports and counting are included as a user sees them).
 
     python benchmarks/harness/recommend_speed.py [examples/resnet50.py] [--repeats 3]
 
-The issue's target: recommend takes at most 1.5x one analyze (counting dominates both).
+The target: recommend takes at most 1.5x one analyze (counting dominates both).
 """
 
 from __future__ import annotations

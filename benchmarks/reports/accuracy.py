@@ -1,16 +1,13 @@
-"""Put predictions beside measurements and write docs/accuracy.md (and the shipped error bands).
+"""Put predictions beside measurements and write the H200 accuracy report (and the shipped error bands).
 
 Measurements come from ``benchmarks/harness/measure_models.py`` or ``tops-advisor validate --json`` run on a GPU
 (recorded JSON, committed under benchmarks/results/); this script needs no GPU, so CI and anyone can
-regenerate the report:
+regenerate the report. The command of record, with every input, is the ``accuracy`` entry of
+``benchmarks/reports/manifest.toml``:
 
-    python benchmarks/reports/accuracy.py benchmarks/results/h200_models.json \
-        benchmarks/results/h200_heldout_fp16.json benchmarks/results/h200_heldout_fp32.json \
-        --held-out vit_b16,mobilenet_v2,unet --held-out-new convnext_tiny --frozen-at 1996b06 \
-        --notes benchmarks/results/h200_heldout_notes.md --per-op benchmarks/results/h200_heldout_perop_b8.json \
-        --llm benchmarks/results/llm_h200.json \
-        --out docs/accuracy.md --plot docs/accuracy_parity.png --summary tops_advisor/data/accuracy_h200.json
+    python benchmarks/reports/regenerate.py accuracy
 
+It writes docs/reports/accuracy-h200.md, docs/reports/accuracy_parity.png and tops_advisor/data/accuracy_h200.json.
 Each measured (model, dtype, batch) is counted on this machine and predicted for the catalog device that
 matches the measured GPU, in eager and graph mode, from datasheet defaults and with the shipped calibration.
 Error = (predicted - measured) / measured.
@@ -138,7 +135,7 @@ def render(rows, hw, source, files: list[tuple[Path, dict]], command: str, args,
         "whole-model fits of the first versions, but their errors were visible in this report while the "
         "predictor was being tuned, and since commit `5782aec` the per-operator constants (floors, bandwidth "
         "factors, depthwise rates) are medians over per-operator profiles of all of them together with the "
-        "tuned-on models (docs/op-accuracy.md). They are not a test of unseen models: the blind rounds are.",
+        "tuned-on models (docs/reports/op-accuracy.md). They are not a test of unseen models: the blind rounds are.",
     ]
     if new_models:
         lines.append(f"- **Never seen** ({', '.join(new_models)}): written after the predictor was "
@@ -235,7 +232,7 @@ def _llm_section(llm: dict, path) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path, nargs="+", help="measurement files (measure_models.py or validate --json)")
-    ap.add_argument("--out", type=Path, default=Path("docs/accuracy.md"))
+    ap.add_argument("--out", type=Path, default=Path("docs/reports/accuracy-h200.md"))
     ap.add_argument("--plot", type=Path, default=None)
     ap.add_argument("--held-out", default="vit_b16,mobilenet_v2,unet",
                     help="models excluded from fitting but seen while tuning")
@@ -250,6 +247,8 @@ def main() -> int:
     ap.add_argument("--blind-rounds", default="",
                     help="results of earlier blind rounds at their freeze, 'median:worst' percent, comma-separated "
                          "(graph mode, calibrated); shipped with the bands")
+    ap.add_argument("--regenerate-command", default="",
+                    help="the command the report cites to regenerate it (default: this one's argv)")
     ap.add_argument("--csv", type=Path, default=None, help="also write the rows as JSON here")
     args = ap.parse_args()
     held_out = {s for s in args.held_out.split(",") if s}
@@ -271,7 +270,7 @@ def main() -> int:
             for m, w in (pair.split(":") for pair in args.blind_rounds.split(","))]
     per_op = [(p, json.loads(p.read_text())) for p in args.per_op]
     llm = json.loads(args.llm.read_text()) if args.llm else None
-    command = "python " + " ".join(sys.argv)
+    command = args.regenerate_command or "python " + " ".join(sys.argv)
     args.out.write_text(render(rows, hw, source, files, command, args, llm, per_op, bands))
     if args.summary:
         args.summary.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Regenerate the numeric tables of docs/article-table.md from the hardware catalog.
+"""Regenerate the numeric tables of docs/reports/article-table.md from the hardware catalog.
 
 The source article (shared/seed/tops-article.zh.txt) printed a key-parameter table and a performance table
 with figures that mix sparse and dense, FP16- and FP32-accumulate, TF32 and FP32. This script prints the
@@ -6,8 +6,8 @@ same tables from the catalog, next to what the article printed, plus a TOPS/W ta
 TDP) and a search for any catalog figure that reproduces the article's TOPS/W column.
 
     python3 benchmarks/reports/article_table.py                               # print the tables (markdown)
-    python3 benchmarks/reports/article_table.py --write docs/article-table.md  # refresh the generated block
-    python3 benchmarks/reports/article_table.py --check docs/article-table.md  # exit 1 if the doc is stale
+    python3 benchmarks/reports/article_table.py --write docs/reports/article-table.md  # refresh the generated block
+    python3 benchmarks/reports/article_table.py --check docs/reports/article-table.md  # exit 1 if the doc is stale
 
 The generated block in the doc sits between BEGIN and END markers; everything else there is prose.
 """

@@ -5,7 +5,7 @@ graph mode, lines the counted operators up with the measured calls (by operator 
 the error of the predicted kernel time (without the gap between kernels) by operator kind, shape class and
 batch. Runs on the CPU:
 
-    python benchmarks/reports/op_accuracy.py benchmarks/results/h200_records.json.gz --out docs/op-accuracy.md
+    python benchmarks/reports/op_accuracy.py benchmarks/results/h200_records.json.gz --out docs/reports/op-accuracy.md
 
 Runs whose summed kernel time is far from the CUDA-graph latency (the profiled forward took another kernel
 path than the replayed one) are reported and left out.

@@ -1,4 +1,4 @@
-"""Score tops-advisor against PUBLISHED measurements on cards other than the H200 (issue 17).
+"""Score tops-advisor against PUBLISHED measurements on cards other than the H200.
 
     python benchmarks/reports/published_score.py                 # per-card table, plain text
     python benchmarks/reports/published_score.py --markdown      # the same table in Markdown (docs/published.md)

@@ -132,7 +132,7 @@ class RooflineDefaults:
     # at which the eager host costs below hold. A probe that measures it scales them in proportion: the stack
     # is module call + dispatcher + launch, what a model's eager time is made of. Derived, not fitted to a
     # round: 88 eager batch-1 timings of 18 library models on the H200 machine, each beside a stack probe
-    # (benchmarks/harness/host_drift.py; rounds/round-15/measured and blind28/host_drift.json, the host in its fast state at
+    # (benchmarks/harness/host_drift.py; rounds/round-15/measured and round-23/measured/host_drift.json, the host in its fast state at
     # 16-17 us and its slow one at 25-28 us): measured / predicted-at-reference = stack time / 17.8 us at the
     # median (per session: 21.0 us in round 15's, 16.5 us in round 23's; `benchmarks/studies/host-stack-fit/host_stack_fit.py`).
     eager_module_call_reference_s: Default = Default(17.8e-6, "H200 machine: 88 timings of 18 models beside "
@@ -142,7 +142,7 @@ class RooflineDefaults:
     kernel_gap_s: Default = Default(0.75e-6, "H200 per-operator profiles: (graph latency - kernel time) / kernels")
     # The shortest time one operator of each kind takes however little work it has: launch, ramp-up of one
     # wave, the tail, library set-up (cuBLAS/cuDNN prologue and epilogue, cuDNN's NCHW<->NHWC conversions).
-    # Medians over every operator of that kind moving < 1 MB and doing < 0.2 GFLOP (docs/op-accuracy.md):
+    # Medians over every operator of that kind moving < 1 MB and doing < 0.2 GFLOP (docs/reports/op-accuracy.md):
     # elementwise 1.2 us (n=1677), copies 1.6-3.0, embedding 1.9-2.0, reduction 2.6-2.8, pooling 2.0-2.6,
     # norms 3.6 (one kernel), GEMMs 3.5-3.7, convolutions 5.5-5.9 (2-3 kernels), depthwise convolutions
     # 2.6-3.4, fused attention 5.2 (n=20); fp32 batch norm is one light cuDNN inference kernel: 2.2 us
@@ -196,7 +196,7 @@ class RooflineDefaults:
     # host cost 0.68 of the reference (host_cost.py, 4 of 5 common models): f = (0.68 - 0.556) / (1 - 0.556).
     eager_host_fixed_share: Default = Default(0.28, "two H200 hosts: launch 10.8 -> 6.0 us (0.556x) moved the "
                                                     "measured host cost 0.68x (benchmarks/results/"
-                                                    "h200_host_cost_b1.json, blind15/launch_*.json)")
+                                                    "h200_host_cost_b1.json, rounds/round-10/measured/launch_*.json)")
     eager_functional_op_s: Default = Default(20.5e-6, "H200 machine: eager LLM decode, 26.5 ms / 1,297 operators")
     eager_extra_kernel_s: Default = Default(3e-6, "assumed: a plain cudaLaunchKernel costs ~2-4 us of host time")
     eager_no_kernel_op_s: Default = Default(2e-6, "assumed: a view or metadata op costs host time, no kernel")
@@ -296,7 +296,7 @@ class RooflineDefaults:
                                                       "36 and 46 of 989.5 fp16 TFLOPS (h200_slow_ops_sweep.json)")
     # Channels-last (inductor's layout, ``family == "channels_last"``) thin-input stems run other cuDNN kernels
     # than NCHW ones. H200 compiled traces at batch 32 fp16 (benchmarks/results/h200_compiled.json,
-    # h200_compiled_run2.json, blind16/post/compiled_deeplab.json; fitting models, not a blind round):
+    # h200_compiled_run2.json, rounds/round-11/measured/post/compiled_deeplab.json; fitting models, not a blind round):
     # overlapping windows run the tensor-core ``sm80_xmma_fprop_implicit_gemm_indexed_wo_smem ... nhwc
     # tilesize128x32x16`` kernel: VGG-16 25.5 TFLOPS, ConvNeXt-T 26.8, MobileNetV2 24.4, EfficientNet-B0 24.2,
     # Inception-v3 23.8, ShuffleNet-V2 18.5 (24 outputs), UNet 23.3, AlexNet's 11x11/4 39.1, DeepLabV3-MNV3
@@ -401,7 +401,7 @@ class RooflineDefaults:
     # ``conv2d_grouped_direct_kernel`` (H200 trace of compiled DeepLabV3-MobileNetV3-L b32 fp16, the three
     # 5x5 dilation-2 depthwise convolutions of its last stage at 65x65: 1,670 us for 672 channels, 3,577 and
     # 3,573 us for 960; 0.70, 0.47, 0.47 TFLOPS, 20x slower than the NHWC depthwise rate; benchmarks/results/
-    # blind16/post/compiled_deeplab.json, measured after blind round 11). Median 0.47 TFLOPS = 0.010 of the
+    # rounds/round-11/measured/post/compiled_deeplab.json, measured after blind round 11). Median 0.47 TFLOPS = 0.010 of the
     # vector rate. Eager NCHW dilated depthwise convolutions are not known to be slow (unmeasured).
     depthwise_dilated_channels_last_vector_factor: Default = Default(
         0.010, "H200, compiled DeepLabV3-MobileNetV3-L b32: cuDNN conv2d_grouped_direct_kernel, 0.47-0.70 TFLOPS")
