@@ -1,4 +1,4 @@
-"""Issue 18, small defects: each one through the CLI or the function that fixed it.
+"""Small defects: each one through the CLI or the function that fixed it.
 
 - a non-.py model path said 'NoneType' object has no attribute 'loader';
 - neighbour imports inside build_model() failed (the file's directory had left sys.path);
@@ -6,7 +6,7 @@
 - `--top 0` showed every row;
 - errors from a model's forward pass were cut mid-word, and --debug hid the model's own frames;
 - fvcore was a runtime dependency though only tests use it.
-Also the output helpers: console width, the progress line, the decode 'compute-bound' note, assumptions.
+Also the output functions: console width, the progress line, the decode 'compute-bound' note, assumptions.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def test_runs_map_to_modes_and_flags():
     assert ps.mode_and_flag("eager") == ("eager", "")
     assert ps.mode_and_flag("cuda-graph") == ("graph", "")
     assert ps.mode_and_flag("kernel") == ("graph", "")
-    assert ps.mode_and_flag("amp") == ("eager", "")   # --dtype amp since issue 16
+    assert ps.mode_and_flag("amp") == ("eager", "")   # --dtype amp predicts autocast
     assert ps.mode_and_flag("engine")[1] == "mode not modelled (engine)"
 
 

@@ -1,4 +1,4 @@
-"""Every table fits an 80-column terminal (issue 18): no line wider than 80, no number cut to '12.…', and no
+"""Every table fits an 80-column terminal: no line wider than 80, no number cut to '12.…', and no
 character of any cell lost (rich crops a table it squeezed too little). Also at the piped width (120).
 
 The tables are built from real library results (an LLM workload built analytically: no torch, long module
