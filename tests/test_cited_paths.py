@@ -22,10 +22,22 @@ def cited_paths(text: str) -> list[str]:
     return CITED.findall(text)
 
 
+# Generated reports quote the command a measurement was recorded with, and some were recorded while the scripts
+# lived at the top of benchmarks/ (benchmarks/measure_models.py, now benchmarks/harness/measure_models.py).
+RECORDED = re.compile(r"benchmarks/(\w+\.py)")
+
+
 def _exists(cited: str) -> bool:
     if "*" in cited:
         return any(REPO.glob(cited.rstrip("/")))
     return (REPO / cited).exists()
+
+
+def _recorded_script(where: str, cited: str) -> bool:
+    """In a generated report, a top-level script path that names exactly one script now in a subfolder."""
+    match = RECORDED.fullmatch(cited)
+    return (where.startswith("docs/reports/") and match is not None
+            and len(list(REPO.glob(f"benchmarks/**/{match.group(1)}"))) == 1)
 
 
 def _citations(patterns: tuple[str, ...] = SOURCES) -> list[tuple[str, str]]:
@@ -50,6 +62,9 @@ def test_a_missing_path_is_reported():
     assert not _exists("benchmarks/no_such_script.py")
     assert not _exists("benchmarks/results/*no_such_glob*")
     assert _exists("benchmarks/prediction_snapshot.py")
+    assert _recorded_script("docs/reports/x.md", "benchmarks/measure_models.py")
+    assert not _recorded_script("docs/accuracy.md", "benchmarks/measure_models.py")
+    assert not _recorded_script("docs/reports/x.md", "benchmarks/no_such_script.py")
 
 
 def test_there_are_citations_to_check():
@@ -59,5 +74,6 @@ def test_there_are_citations_to_check():
 
 @pytest.mark.parametrize("source", SOURCES)
 def test_every_cited_benchmarks_path_exists(source):
-    missing = sorted({f"{where}: {cited}" for where, cited in _citations((source,)) if not _exists(cited)})
+    missing = sorted({f"{where}: {cited}" for where, cited in _citations((source,))
+                      if not _exists(cited) and not _recorded_script(where, cited)})
     assert not missing, "cited paths that do not exist:\n" + "\n".join(missing)
