@@ -49,6 +49,30 @@ class ResNetBottleneck(nn.Module):
         return self.relu(out + identity)
 
 
+class ResNetLayers(nn.Module):
+    """Base of the ResNet and ResNeXt classifiers: the stem (7x7 stride-2 conv, BatchNorm, ReLU, 3x3 stride-2
+    max pooling) and four stages of ``ResNetBottleneck`` as ``conv1, bn1, relu, maxpool, layer1..layer4``; the
+    subclass adds its head and ``forward``. A stage of ``planes`` p has 3x3 width p * width_per_group / 64 *
+    groups and 4p output channels, its first block strided from the second stage on."""
+
+    def __init__(self, layers: tuple[int, ...], groups: int = 1, width_per_group: int = 64):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        in_channels, stages = 64, []
+        for i, (blocks, planes) in enumerate(zip(layers, (64, 128, 256, 512), strict=True)):
+            stage = []
+            for b in range(blocks):
+                stage.append(ResNetBottleneck(in_channels, planes * width_per_group // 64 * groups, planes * 4,
+                                              stride=2 if (b == 0 and i > 0) else 1, groups=groups))
+                in_channels = planes * 4
+            stages.append(nn.Sequential(*stage))
+        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        self.out_channels = in_channels
+
+
 class ConvBNBottleneck(nn.Module):
     """The same bottleneck (4x expansion) built from ``conv_bn`` units with functional ReLUs, and an optional
     dilation on the 3x3 (DeepLabV3's dilated ResNet-50)."""
@@ -68,6 +92,20 @@ class ConvBNBottleneck(nn.Module):
         y = self.conv3(y)
         shortcut = x if self.downsample is None else self.downsample(x)
         return F.relu(shortcut + y, inplace=True)
+
+
+class Residual(nn.Module):
+    """``block``, with an identity shortcut added where ``residual`` (stride 1 and as many channels out as in):
+    the inverted-residual and MBConv blocks of the mobile networks."""
+
+    def __init__(self, block: nn.Module, residual: bool):
+        super().__init__()
+        self.residual = residual
+        self.block = block
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.block(x)
+        return x + y if self.residual else y
 
 
 class SqueezeExcitation(nn.Module):

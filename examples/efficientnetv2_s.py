@@ -66,35 +66,25 @@ def SqueezeExcitation(channels: int, squeeze: int) -> _blocks.SqueezeExcitation:
     return _blocks.SqueezeExcitation(channels, squeeze, act=F.silu, gate=torch.sigmoid)
 
 
-class FusedMBConv(nn.Module):
+class FusedMBConv(_blocks.Residual):
     def __init__(self, in_channels: int, out_channels: int, expansion: int, stride: int):
-        super().__init__()
         expanded = in_channels * expansion
-        self.residual = stride == 1 and in_channels == out_channels
         if expansion == 1:
-            self.block = ConvBNAct(in_channels, out_channels, 3, stride)
+            block = ConvBNAct(in_channels, out_channels, 3, stride)
         else:
-            self.block = nn.Sequential(ConvBNAct(in_channels, expanded, 3, stride),
-                                       ConvBNAct(expanded, out_channels, 1, act=False))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.block(x)
-        return x + y if self.residual else y
+            block = nn.Sequential(ConvBNAct(in_channels, expanded, 3, stride),
+                                  ConvBNAct(expanded, out_channels, 1, act=False))
+        super().__init__(block, stride == 1 and in_channels == out_channels)
 
 
-class MBConv(nn.Module):
+class MBConv(_blocks.Residual):
     def __init__(self, in_channels: int, out_channels: int, expansion: int, stride: int):
-        super().__init__()
         expanded = in_channels * expansion
-        self.residual = stride == 1 and in_channels == out_channels
-        self.block = nn.Sequential(ConvBNAct(in_channels, expanded, 1),
-                                   ConvBNAct(expanded, expanded, 3, stride, groups=expanded),
-                                   SqueezeExcitation(expanded, max(1, in_channels // 4)),
-                                   ConvBNAct(expanded, out_channels, 1, act=False))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.block(x)
-        return x + y if self.residual else y
+        super().__init__(nn.Sequential(ConvBNAct(in_channels, expanded, 1),
+                                       ConvBNAct(expanded, expanded, 3, stride, groups=expanded),
+                                       SqueezeExcitation(expanded, max(1, in_channels // 4)),
+                                       ConvBNAct(expanded, out_channels, 1, act=False)),
+                         stride == 1 and in_channels == out_channels)
 
 
 class EfficientNetV2S(nn.Module):

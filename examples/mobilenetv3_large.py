@@ -82,22 +82,16 @@ def SqueezeExcitation(channels: int, squeeze: int) -> _blocks.SqueezeExcitation:
                                      gate=partial(F.hardsigmoid, inplace=True))
 
 
-class InvertedResidual(nn.Module):
+class InvertedResidual(_blocks.Residual):
     def __init__(self, in_channels: int, kernel: int, expanded: int, out_channels: int, se: bool,
                  hardswish: bool, stride: int):
-        super().__init__()
         act = nn.Hardswish if hardswish else nn.ReLU
-        self.residual = stride == 1 and in_channels == out_channels
         layers = [] if expanded == in_channels else [ConvBNAct(in_channels, expanded, 1, act=act)]
         layers.append(ConvBNAct(expanded, expanded, kernel, stride, groups=expanded, act=act))
         if se:
             layers.append(SqueezeExcitation(expanded, make_divisible(expanded / 4)))
         layers.append(ConvBNAct(expanded, out_channels, 1, act=None))
-        self.block = nn.Sequential(*layers)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.block(x)
-        return x + y if self.residual else y
+        super().__init__(nn.Sequential(*layers), stride == 1 and in_channels == out_channels)
 
 
 class MobileNetV3Large(nn.Module):

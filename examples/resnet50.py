@@ -4,27 +4,15 @@ Model file for ``tops-advisor count examples/resnet50.py --batch 8 --dtype fp16`
 """
 
 import torch
-from _blocks import ResNetBottleneck
+from _blocks import ResNetLayers
 from torch import nn
 
 
-class ResNet(nn.Module):
+class ResNet(ResNetLayers):
     def __init__(self, layers=(3, 4, 6, 3), num_classes: int = 1000):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        in_channels, stages = 64, []
-        for i, (blocks, width) in enumerate(zip(layers, (64, 128, 256, 512), strict=True)):
-            stage = []
-            for b in range(blocks):
-                stage.append(ResNetBottleneck(in_channels, width, width * 4, stride=2 if (b == 0 and i > 0) else 1))
-                in_channels = width * 4
-            stages.append(nn.Sequential(*stage))
-        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        super().__init__(layers)
         self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(in_channels, num_classes)
+        self.fc = nn.Linear(self.out_channels, num_classes)
 
     def forward(self, x):
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))

@@ -24,31 +24,17 @@ never used to check it.
 """
 
 import torch
-from _blocks import ResNetBottleneck
+from _blocks import ResNetLayers
 from torch import nn
 
 GROUPS, BASE_WIDTH = 32, 4
 LAYERS = (3, 4, 6, 3)
 
 
-class ResNeXt(nn.Module):
+class ResNeXt(ResNetLayers):
     def __init__(self, layers=LAYERS, num_classes: int = 1000):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        in_channels, stages = 64, []
-        for i, (blocks, planes) in enumerate(zip(layers, (64, 128, 256, 512), strict=True)):
-            stage = []
-            for b in range(blocks):
-                width = planes * BASE_WIDTH // 64 * GROUPS          # 128, 256, 512, 1024
-                stage.append(ResNetBottleneck(in_channels, width, planes * 4, stride=2 if (b == 0 and i > 0) else 1,
-                                              groups=GROUPS))
-                in_channels = planes * 4
-            stages.append(nn.Sequential(*stage))
-        self.layer1, self.layer2, self.layer3, self.layer4 = stages
-        self.fc = nn.Linear(in_channels, num_classes)       # 2048 -> 1000
+        super().__init__(layers, groups=GROUPS, width_per_group=BASE_WIDTH)
+        self.fc = nn.Linear(self.out_channels, num_classes)       # 2048 -> 1000
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
