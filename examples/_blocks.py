@@ -23,6 +23,12 @@ def conv_bn(in_channels: int, out_channels: int, kernel: int, stride: int = 1, g
     return nn.Sequential(*layers)
 
 
+def split_heads(x: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
+    """(batch, sequence, heads * head_dim) -> (batch, heads, sequence, head_dim), a view."""
+    b, s, _ = x.shape
+    return x.view(b, s, heads, head_dim).transpose(1, 2)
+
+
 class ResNetBottleneck(nn.Module):
     """torchvision's ResNet bottleneck (v1.5, stride on the 3x3): 1x1 -> 3x3 (``groups``) -> 1x1, BatchNorm after
     each, ReLU after the first two and after the residual add; a projection shortcut where the shape changes."""
