@@ -1,7 +1,7 @@
 """How wrong our predictions are, from the published accuracy report (pure: no torch).
 
 ``benchmarks/reports/accuracy.py`` measures nothing itself: it puts predictions beside recorded GPU measurements,
-writes docs/accuracy.md and the small summary shipped here (``data/accuracy_h200.json``): the median and
+writes docs/reports/accuracy-h200.md and the small summary shipped here (``data/accuracy_h200.json``): the median and
 worst absolute relative error per model family (cnn / transformer), mode (graph / eager) and whether the
 prediction was calibrated. ``expected_error`` looks a prediction's band up, so that ``analyze`` can say how
 far off it has been on real measurements of that kind of model.
