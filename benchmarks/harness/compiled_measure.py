@@ -27,6 +27,8 @@ from pathlib import Path
 
 import torch
 
+from tops_advisor.probe.kit import capture_graph  # 3 warm-up calls on a side stream, then capture
+
 
 def build(spec: str):
     """(module, inputs(batch) -> tuple) for ``timm:NAME`` or a model file."""
@@ -72,19 +74,6 @@ def time_fn(fn, repeats: int, warmup: int = 5) -> tuple[float, float, float]:
     return times[len(times) // 2], times[0], times[-1]
 
 
-def capture(fn):
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph
-
-
 def kernels(fn) -> list[tuple[str, float]]:
     """(name, device us) of every CUDA kernel one call launches."""
     from torch.profiler import ProfilerActivity, profile
@@ -118,7 +107,7 @@ def measure(spec: str, batch: int, dtype: str, repeats: int, code_dir: Path) -> 
             with amp():
                 return model(*xs)
         rec["eager_kernels"] = len(kernels(eager))
-        g = capture(eager)
+        g = capture_graph(eager)
         rec["graph_s"], *rec["graph_spread"] = time_fn(g.replay, repeats)
         del g
         compiled = torch.compile(model, dynamic=False)
@@ -134,7 +123,7 @@ def measure(spec: str, batch: int, dtype: str, repeats: int, code_dir: Path) -> 
         ks = kernels(comp)
         rec["compiled_kernels"] = len(ks)
         rec["compiled_kernel_list"] = ks
-        g = capture(comp)
+        g = capture_graph(comp)
         rec["compiled_s"], *rec["compiled_spread"] = time_fn(g.replay, repeats)
         del g
     torch.cuda.empty_cache()

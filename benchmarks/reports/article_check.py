@@ -15,7 +15,6 @@ seconds.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -640,29 +639,15 @@ def render(catalog: Catalog, costs: dict[str, Costs]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", metavar="DOC", type=Path, help="write the document to DOC")
-    group.add_argument("--check", metavar="DOC", type=Path, help="exit 1 if DOC differs from what this writes")
-    args = parser.parse_args(argv)
+    args = article_table.doc_arguments(argv, __doc__.splitlines()[0], "write the document to DOC",
+                                       "exit 1 if DOC differs from what this writes")
     try:
         catalog = Catalog.from_dirs([shipped_catalog_dir()])
         doc = render(catalog, count_models())
     except TopsAdvisorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.write:
-        args.write.write_text(doc, encoding="utf-8")
-        print(f"wrote {args.write}", file=sys.stderr)
-    elif args.check:
-        if not args.check.is_file() or args.check.read_text(encoding="utf-8") != doc:
-            print(f"{args.check} is stale: run python3 benchmarks/reports/article_check.py --write {args.check}",
-                  file=sys.stderr)
-            return 1
-        print(f"{args.check} is up to date", file=sys.stderr)
-    else:
-        print(doc)
-    return 0
+    return article_table.write_or_check(args, lambda _old: doc, doc, "benchmarks/reports/article_check.py")
 
 
 if __name__ == "__main__":

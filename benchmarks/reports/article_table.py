@@ -210,27 +210,40 @@ def replace_block(doc: str, block: str) -> str:
     return doc[:start] + block + doc[end + len(END):]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def doc_arguments(argv: list[str] | None, description: str, write_help: str,
+                  check_help: str) -> argparse.Namespace:
+    """The generators' two mutually exclusive options: --write DOC and --check DOC (neither: print)."""
+    parser = argparse.ArgumentParser(description=description)
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write", metavar="DOC", type=Path, help="replace the generated block in DOC")
-    group.add_argument("--check", metavar="DOC", type=Path, help="exit 1 if DOC's generated block is stale")
-    args = parser.parse_args(argv)
-    # the shipped catalog only: a user's --catalog/TOPS_ADVISOR_CATALOG overrides must not leak into the doc
-    block = render(Catalog.from_dirs([shipped_catalog_dir()]))
+    group.add_argument("--write", metavar="DOC", type=Path, help=write_help)
+    group.add_argument("--check", metavar="DOC", type=Path, help=check_help)
+    return parser.parse_args(argv)
+
+
+def write_or_check(args: argparse.Namespace, updated: Callable[[str], str], shown: str, script: str) -> int:
+    """--write DOC: DOC becomes ``updated(its text)``; --check DOC: 1 if that would change it (a missing DOC is
+    stale); neither: print ``shown``. ``script`` is the generator's path, quoted in the stale message."""
     if args.write:
-        args.write.write_text(replace_block(args.write.read_text(encoding="utf-8"), block), encoding="utf-8")
-        print(f"updated {args.write}", file=sys.stderr)
+        old = args.write.read_text(encoding="utf-8") if args.write.is_file() else ""
+        args.write.write_text(updated(old), encoding="utf-8")
+        print(f"wrote {args.write}", file=sys.stderr)
     elif args.check:
-        doc = args.check.read_text(encoding="utf-8")
-        if replace_block(doc, block) != doc:
-            print(f"{args.check} is stale: run python3 benchmarks/reports/article_table.py --write {args.check}",
-                  file=sys.stderr)
+        old = args.check.read_text(encoding="utf-8") if args.check.is_file() else None
+        if old is None or updated(old) != old:
+            print(f"{args.check} is stale: run python3 {script} --write {args.check}", file=sys.stderr)
             return 1
         print(f"{args.check} is up to date", file=sys.stderr)
     else:
-        print(block)
+        print(shown)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = doc_arguments(argv, __doc__.splitlines()[0], "replace the generated block in DOC",
+                         "exit 1 if DOC's generated block is stale")
+    # the shipped catalog only: a user's --catalog/TOPS_ADVISOR_CATALOG overrides must not leak into the doc
+    block = render(Catalog.from_dirs([shipped_catalog_dir()]))
+    return write_or_check(args, lambda doc: replace_block(doc, block), block, "benchmarks/reports/article_table.py")
 
 
 if __name__ == "__main__":

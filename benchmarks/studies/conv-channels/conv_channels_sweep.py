@@ -9,7 +9,6 @@ PyTorch runs it (a CUDA graph of 10 calls, median of 5 replays), with the kernel
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -17,9 +16,9 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "slow-ops"))
-from slow_ops_sweep import timed  # noqa: E402  (the shared CUDA-event timer)
+from slow_ops_sweep import new_result, timed, write_result  # noqa: E402  (the shared CUDA-event timer)
 
-from tops_advisor.probe.kit import CudaBackend, environment
+from tops_advisor.probe.kit import CudaBackend
 
 STEMS = [(n, 3, cout, k, s, side) for n in (8, 128) for cout, k, s, side in
          ((64, 11, 4, 224), (32, 3, 1, 224), (32, 5, 2, 224), (48, 7, 2, 224), (768, 16, 16, 224),
@@ -43,14 +42,13 @@ def main() -> int:
     args = ap.parse_args()
     torch.backends.cudnn.benchmark = False  # PyTorch's default: cuDNN's heuristic choice, as in a model
     backend = CudaBackend()
-    out = {"environment": environment("cuda"), "stems": [], "narrow": []}
+    out = new_result("stems", "narrow")
     with torch.inference_mode():
         for n, cin, cout, k, s, side in STEMS:
             out["stems"].append(conv_case(n, cin, cout, k, s, side, backend))
         for n, c, side in NARROW:
             out["narrow"].append(conv_case(n, c, c, 3, 1, side, backend))
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
+    write_result(args.out, out)
     return 0
 
 

@@ -10,7 +10,6 @@ first) with the kernels it launched.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -18,9 +17,9 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "slow-ops"))
-from slow_ops_sweep import timed  # noqa: E402  (the shared CUDA-event timer)
+from slow_ops_sweep import new_result, timed, write_result  # noqa: E402  (the shared CUDA-event timer)
 
-from tops_advisor.probe.kit import CudaBackend, environment
+from tops_advisor.probe.kit import CudaBackend
 
 ROWS = (49, 128, 197, 256, 384, 512, 1024)
 # (out features, in features): Q/K/V/O, fused QKV and the MLP of hidden 256, 384, 512, 768 and 1024
@@ -33,7 +32,7 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     backend = CudaBackend()
-    out = {"environment": environment("cuda", command="python " + " ".join(sys.argv)), "cases": []}
+    out = new_result("cases")
     with torch.inference_mode():
         for m in ROWS:
             for n, k in SHAPES:
@@ -49,8 +48,7 @@ def main() -> int:
                                      "tflops": 2.0 * m * n * k / t / 1e12, "kernels": names})
                 print(f"m={m} n={n} k={k}: {t * 1e6:.1f} us {2.0 * m * n * k / t / 1e12:.2f} TFLOPS "
                       f"{[s[:40] for s in names]}", file=sys.stderr)
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
+    write_result(args.out, out)
     return 0
 
 

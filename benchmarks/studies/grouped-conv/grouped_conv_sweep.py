@@ -16,7 +16,6 @@ was measured. ``--grid groups`` sweeps the number of groups as well as their wid
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -25,9 +24,9 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "slow-ops"))
-from slow_ops_sweep import timed  # noqa: E402  (the shared CUDA-event timer)
+from slow_ops_sweep import new_result, timed, write_result  # noqa: E402  (the shared CUDA-event timer)
 
-from tops_advisor.probe.kit import CudaBackend, environment
+from tops_advisor.probe.kit import CudaBackend
 
 # (channels per group, total channels, spatial side): RegNet/ResNeXt-like stages, the same total width where
 # possible so that only the grouping changes
@@ -74,7 +73,7 @@ def main() -> int:
         shapes, batches = [(cpg, channels // cpg, side) for cpg, channels, side in SHAPES], BATCHES
     torch.backends.cudnn.benchmark = False  # PyTorch's default: cuDNN's heuristic choice, as in a model
     backend = CudaBackend()
-    out = {"environment": environment("cuda", command="python " + " ".join(sys.argv)), "cases": []}
+    out = new_result("cases")
     with torch.inference_mode():
         for dtype in (torch.float16, torch.float32):
             for n in batches:
@@ -83,8 +82,7 @@ def main() -> int:
                     out["cases"].append(r)
                     print(f"{r['dtype']} n={n} cpg={cpg} groups={r['groups']} {side}: {r['time_s'] * 1e6:.1f} us "
                           f"{r['tflops']:.1f} TFLOPS {r['launches']} launches", file=sys.stderr)
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
+    write_result(args.out, out)
     return 0
 
 

@@ -11,14 +11,17 @@ too fast; this sweep separates the kernel's cost from the model's copies around 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from tops_advisor.probe.kit import CudaBackend, capture_graph, environment
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "slow-ops"))
+from slow_ops_sweep import new_result, write_result  # noqa: E402  (the sweeps' result file)
+
+from tops_advisor.probe.kit import CudaBackend, capture_graph
 
 SHAPES = [(L, d, bh) for L in (16, 49, 64, 196, 256, 1024) for d in (32, 36, 48, 64, 128)
           for bh in (512, 4096) if L * bh <= 4096 * 1024]
@@ -50,15 +53,14 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     backend = CudaBackend()
-    out = {"environment": environment("cuda", command="python " + " ".join(sys.argv)), "runs": []}
+    out = new_result("runs")
     with torch.inference_mode():
         for L, d, bh in SHAPES:
             rec = one(L, d, bh, backend)
             out["runs"].append(rec)
             print(f"L={L:5d} d={d:4d} bh={bh:5d} {rec['time_s'] * 1e6:9.1f} us "
                   f"{rec['flops'] / rec['time_s'] / 1e12:7.1f} TFLOPS  {rec['kernel'][:50]}", file=sys.stderr)
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
+    write_result(args.out, out)
     print(statistics.median(r["time_s"] for r in out["runs"]))
     return 0
 

@@ -40,12 +40,22 @@ def timed(fn, backend: CudaBackend) -> tuple[float, list[str]]:
     return t.median_s / 10, kernels(fn)
 
 
+def new_result(*lists: str) -> dict:
+    """A sweep's result document: the environment with the command line, and an empty list per name."""
+    return {"environment": environment("cuda", command="python " + " ".join(sys.argv)), **{k: [] for k in lists}}
+
+
+def write_result(path: str, doc: dict) -> None:
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     backend, h = CudaBackend(), torch.float16
-    out = {"environment": environment("cuda", command="python " + " ".join(sys.argv)), "upsample": [], "stem": []}
+    out = new_result("upsample", "stem")
     with torch.inference_mode():
         for n, c, hin, hout in UPSAMPLE:
             x = torch.randn(n, c, hin, hin, device="cuda", dtype=h)
@@ -60,8 +70,7 @@ def main() -> int:
                                 "time_s": s, "kernels": names})
             print(f"stem n={n} cin={cin} cout={cout} k={k}/{s_} {side}: {s * 1e6:.1f} us {len(names)} kernels",
                   file=sys.stderr)
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
+    write_result(args.out, out)
     return 0
 
 
