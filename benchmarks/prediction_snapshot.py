@@ -91,7 +91,7 @@ def llm_rows(perfs) -> dict:
 def write(out: Path, only: str | None) -> None:
     warnings.simplefilter("ignore")
     perfs = _perfs()
-    models = sorted((ROOT / "examples").glob("*.py"))
+    models = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))  # _blocks.py
     if only:
         models = [m for m in models if m.stem in only.split(",")]
     rows = {**model_rows(perfs, models), **llm_rows(perfs)}

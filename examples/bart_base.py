@@ -41,6 +41,7 @@ never used to check it.
 
 import torch
 import torch.nn.functional as F
+from _blocks import split_heads
 from torch import nn
 
 VOCAB, D_MODEL, LAYERS, HEADS, FFN = 50265, 768, 6, 12, 3072
@@ -58,13 +59,10 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(D_MODEL, D_MODEL)
         self.out_proj = nn.Linear(D_MODEL, D_MODEL)
 
-    def _heads(self, x: torch.Tensor) -> torch.Tensor:
-        b, s, _ = x.shape
-        return x.view(b, s, HEADS, HEAD_DIM).transpose(1, 2)                   # (b, 12, s, 64)
-
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, causal: bool = False) -> torch.Tensor:
         source = x if memory is None else memory
-        q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(source)), self._heads(self.v_proj(source))
+        q = split_heads(self.q_proj(x), HEADS, HEAD_DIM)                        # (b, 12, s, 64)
+        k, v = split_heads(self.k_proj(source), HEADS, HEAD_DIM), split_heads(self.v_proj(source), HEADS, HEAD_DIM)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         return self.out_proj(y.transpose(1, 2).reshape(x.shape))
 

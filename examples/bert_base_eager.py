@@ -40,6 +40,7 @@ import math
 
 import torch
 import torch.nn.functional as F
+from _blocks import split_heads
 from torch import nn
 
 VOCAB, MAX_POSITIONS, TYPES = 30522, 512, 2
@@ -56,12 +57,9 @@ class SelfAttention(nn.Module):
         self.key = nn.Linear(HIDDEN, HIDDEN)
         self.value = nn.Linear(HIDDEN, HIDDEN)
 
-    def _heads(self, x: torch.Tensor) -> torch.Tensor:
-        b, s, _ = x.shape
-        return x.view(b, s, HEADS, HEAD_DIM).transpose(1, 2)                   # (b, 12, s, 64)
-
     def forward(self, x: torch.Tensor, extended_mask: torch.Tensor) -> torch.Tensor:
-        q, k, v = self._heads(self.query(x)), self._heads(self.key(x)), self._heads(self.value(x))
+        q = split_heads(self.query(x), HEADS, HEAD_DIM)                         # (b, 12, s, 64)
+        k, v = split_heads(self.key(x), HEADS, HEAD_DIM), split_heads(self.value(x), HEADS, HEAD_DIM)
         scores = q @ k.transpose(-1, -2) / math.sqrt(HEAD_DIM) + extended_mask     # (b, 12, s, s)
         probs = F.softmax(scores, dim=-1)
         ctx = probs @ v

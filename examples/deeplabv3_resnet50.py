@@ -42,35 +42,13 @@ never used to check it.
 
 import torch
 import torch.nn.functional as F
+from _blocks import ConvBNBottleneck as Bottleneck
+from _blocks import conv_bn as _conv_bn
 from torch import nn
 
 SIZE, NUM_CLASSES, ASPP_CHANNELS, ASPP_RATES = 512, 21, 256, (12, 24, 36)
 # (width, blocks, stride, dilate): layer3 and layer4 trade their stride 2 for a dilation
 LAYERS = ((64, 3, 1, False), (128, 4, 2, False), (256, 6, 2, True), (512, 3, 2, True))
-
-
-def _conv_bn(in_channels: int, out_channels: int, kernel: int, stride: int = 1, dilation: int = 1) -> nn.Sequential:
-    return nn.Sequential(nn.Conv2d(in_channels, out_channels, kernel, stride=stride,
-                                   padding=dilation * (kernel // 2), dilation=dilation, bias=False),
-                         nn.BatchNorm2d(out_channels))
-
-
-class Bottleneck(nn.Module):
-    def __init__(self, in_channels: int, width: int, stride: int, dilation: int):
-        super().__init__()
-        out_channels = 4 * width
-        self.conv1 = _conv_bn(in_channels, width, 1)
-        self.conv2 = _conv_bn(width, width, 3, stride=stride, dilation=dilation)
-        self.conv3 = _conv_bn(width, out_channels, 1)
-        self.downsample = _conv_bn(in_channels, out_channels, 1, stride=stride) \
-            if stride != 1 or in_channels != out_channels else None
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = F.relu(self.conv1(x), inplace=True)
-        y = F.relu(self.conv2(y), inplace=True)
-        y = self.conv3(y)
-        shortcut = x if self.downsample is None else self.downsample(x)
-        return F.relu(shortcut + y, inplace=True)
 
 
 class DilatedResNet50(nn.Module):

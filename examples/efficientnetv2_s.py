@@ -44,8 +44,10 @@ Part of the seventh blind held-out set of docs/accuracy.md: written after the ro
 never used to check it.
 """
 
+import _blocks
 import torch
 import torch.nn.functional as F
+from _blocks import conv_bn
 from torch import nn
 
 BN_EPS = 0.001
@@ -55,58 +57,34 @@ STAGES = ((True, 1, 1, 24, 24, 2), (True, 4, 2, 24, 48, 4), (True, 4, 2, 48, 64,
 LAST_CHANNELS = 1280
 
 
-class ConvBNAct(nn.Sequential):
-    def __init__(self, in_channels: int, out_channels: int, kernel: int, stride: int = 1, groups: int = 1,
-                 act: bool = True):
-        layers = [nn.Conv2d(in_channels, out_channels, kernel, stride=stride, padding=kernel // 2,
-                            groups=groups, bias=False),
-                  nn.BatchNorm2d(out_channels, eps=BN_EPS)]
-        if act:
-            layers.append(nn.SiLU(inplace=True))
-        super().__init__(*layers)
+def ConvBNAct(in_channels: int, out_channels: int, kernel: int, stride: int = 1, groups: int = 1,
+              act: bool = True) -> nn.Sequential:
+    return conv_bn(in_channels, out_channels, kernel, stride, groups, eps=BN_EPS, act=nn.SiLU if act else None)
 
 
-class SqueezeExcitation(nn.Module):
-    def __init__(self, channels: int, squeeze: int):
-        super().__init__()
-        self.fc1 = nn.Conv2d(channels, squeeze, 1)
-        self.fc2 = nn.Conv2d(squeeze, channels, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        scale = F.adaptive_avg_pool2d(x, 1)
-        scale = torch.sigmoid(self.fc2(F.silu(self.fc1(scale))))
-        return x * scale
+def SqueezeExcitation(channels: int, squeeze: int) -> _blocks.SqueezeExcitation:
+    return _blocks.SqueezeExcitation(channels, squeeze, act=F.silu, gate=torch.sigmoid)
 
 
-class FusedMBConv(nn.Module):
+class FusedMBConv(_blocks.Residual):
     def __init__(self, in_channels: int, out_channels: int, expansion: int, stride: int):
-        super().__init__()
         expanded = in_channels * expansion
-        self.residual = stride == 1 and in_channels == out_channels
         if expansion == 1:
-            self.block = ConvBNAct(in_channels, out_channels, 3, stride)
+            block = ConvBNAct(in_channels, out_channels, 3, stride)
         else:
-            self.block = nn.Sequential(ConvBNAct(in_channels, expanded, 3, stride),
-                                       ConvBNAct(expanded, out_channels, 1, act=False))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.block(x)
-        return x + y if self.residual else y
+            block = nn.Sequential(ConvBNAct(in_channels, expanded, 3, stride),
+                                  ConvBNAct(expanded, out_channels, 1, act=False))
+        super().__init__(block, stride == 1 and in_channels == out_channels)
 
 
-class MBConv(nn.Module):
+class MBConv(_blocks.Residual):
     def __init__(self, in_channels: int, out_channels: int, expansion: int, stride: int):
-        super().__init__()
         expanded = in_channels * expansion
-        self.residual = stride == 1 and in_channels == out_channels
-        self.block = nn.Sequential(ConvBNAct(in_channels, expanded, 1),
-                                   ConvBNAct(expanded, expanded, 3, stride, groups=expanded),
-                                   SqueezeExcitation(expanded, max(1, in_channels // 4)),
-                                   ConvBNAct(expanded, out_channels, 1, act=False))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.block(x)
-        return x + y if self.residual else y
+        super().__init__(nn.Sequential(ConvBNAct(in_channels, expanded, 1),
+                                       ConvBNAct(expanded, expanded, 3, stride, groups=expanded),
+                                       SqueezeExcitation(expanded, max(1, in_channels // 4)),
+                                       ConvBNAct(expanded, out_channels, 1, act=False)),
+                         stride == 1 and in_channels == out_channels)
 
 
 class EfficientNetV2S(nn.Module):

@@ -40,6 +40,7 @@ never used to check it.
 """
 
 import torch
+from _blocks import Residual
 from torch import nn
 
 # (input, output, kernel, stride of the first block, expansion, repeats): torchvision's mnasnet1_0 depths
@@ -55,17 +56,12 @@ def conv_bn(in_channels: int, out_channels: int, kernel: int, stride: int = 1, g
     return layers + [nn.ReLU(inplace=True)] if relu else layers
 
 
-class InvertedResidual(nn.Module):
+class InvertedResidual(Residual):
     def __init__(self, in_channels: int, out_channels: int, kernel: int, stride: int, expansion: int):
-        super().__init__()
         mid = in_channels * expansion
-        self.residual = stride == 1 and in_channels == out_channels
-        self.layers = nn.Sequential(*conv_bn(in_channels, mid, 1), *conv_bn(mid, mid, kernel, stride, groups=mid),
-                                    *conv_bn(mid, out_channels, 1, relu=False))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.layers(x)
-        return x + y if self.residual else y
+        super().__init__(nn.Sequential(*conv_bn(in_channels, mid, 1), *conv_bn(mid, mid, kernel, stride, groups=mid),
+                                       *conv_bn(mid, out_channels, 1, relu=False)),
+                         stride == 1 and in_channels == out_channels)
 
 
 class MnasNet(nn.Module):

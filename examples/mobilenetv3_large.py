@@ -48,8 +48,12 @@ Part of the eighth blind held-out set of docs/accuracy.md: written after the roo
 never used to check it.
 """
 
+from functools import partial
+
+import _blocks
 import torch
 import torch.nn.functional as F
+from _blocks import conv_bn
 from torch import nn
 
 BN_EPS = 0.001
@@ -68,45 +72,26 @@ def make_divisible(value: float, divisor: int = 8) -> int:
     return new + divisor if new < 0.9 * value else new
 
 
-class ConvBNAct(nn.Sequential):
-    def __init__(self, in_channels: int, out_channels: int, kernel: int, stride: int = 1, groups: int = 1,
-                 act: type[nn.Module] | None = nn.ReLU):
-        layers = [nn.Conv2d(in_channels, out_channels, kernel, stride=stride, padding=kernel // 2,
-                            groups=groups, bias=False),
-                  nn.BatchNorm2d(out_channels, eps=BN_EPS)]
-        if act is not None:
-            layers.append(act(inplace=True))
-        super().__init__(*layers)
+def ConvBNAct(in_channels: int, out_channels: int, kernel: int, stride: int = 1, groups: int = 1,
+              act: type[nn.Module] | None = nn.ReLU) -> nn.Sequential:
+    return conv_bn(in_channels, out_channels, kernel, stride, groups, eps=BN_EPS, act=act)
 
 
-class SqueezeExcitation(nn.Module):
-    def __init__(self, channels: int, squeeze: int):
-        super().__init__()
-        self.fc1 = nn.Conv2d(channels, squeeze, 1)
-        self.fc2 = nn.Conv2d(squeeze, channels, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        scale = F.adaptive_avg_pool2d(x, 1)
-        scale = F.hardsigmoid(self.fc2(F.relu(self.fc1(scale), inplace=True)), inplace=True)
-        return x * scale
+def SqueezeExcitation(channels: int, squeeze: int) -> _blocks.SqueezeExcitation:
+    return _blocks.SqueezeExcitation(channels, squeeze, act=partial(F.relu, inplace=True),
+                                     gate=partial(F.hardsigmoid, inplace=True))
 
 
-class InvertedResidual(nn.Module):
+class InvertedResidual(_blocks.Residual):
     def __init__(self, in_channels: int, kernel: int, expanded: int, out_channels: int, se: bool,
                  hardswish: bool, stride: int):
-        super().__init__()
         act = nn.Hardswish if hardswish else nn.ReLU
-        self.residual = stride == 1 and in_channels == out_channels
         layers = [] if expanded == in_channels else [ConvBNAct(in_channels, expanded, 1, act=act)]
         layers.append(ConvBNAct(expanded, expanded, kernel, stride, groups=expanded, act=act))
         if se:
             layers.append(SqueezeExcitation(expanded, make_divisible(expanded / 4)))
         layers.append(ConvBNAct(expanded, out_channels, 1, act=None))
-        self.block = nn.Sequential(*layers)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.block(x)
-        return x + y if self.residual else y
+        super().__init__(nn.Sequential(*layers), stride == 1 and in_channels == out_channels)
 
 
 class MobileNetV3Large(nn.Module):

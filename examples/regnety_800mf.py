@@ -33,29 +33,13 @@ never used to check it.
 
 import torch
 import torch.nn.functional as F
+from _blocks import SqueezeExcitation
+from _blocks import conv_bn as _conv_bn
 from torch import nn
 
 STEM, GROUP_WIDTH, SE_RATIO = 32, 16, 0.25
 DEPTHS = (1, 3, 8, 2)
 WIDTHS = (64, 144, 320, 784)
-
-
-def _conv_bn(in_channels: int, out_channels: int, kernel: int, stride: int = 1, groups: int = 1) -> nn.Sequential:
-    return nn.Sequential(nn.Conv2d(in_channels, out_channels, kernel, stride=stride, padding=kernel // 2,
-                                   groups=groups, bias=False),
-                         nn.BatchNorm2d(out_channels))
-
-
-class SqueezeExcitation(nn.Module):
-    def __init__(self, channels: int, squeeze: int):
-        super().__init__()
-        self.fc1 = nn.Conv2d(channels, squeeze, 1)
-        self.fc2 = nn.Conv2d(squeeze, channels, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        scale = F.adaptive_avg_pool2d(x, 1)
-        scale = torch.sigmoid(self.fc2(F.relu(self.fc1(scale))))
-        return x * scale
 
 
 class BottleneckY(nn.Module):

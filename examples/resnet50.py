@@ -4,52 +4,15 @@ Model file for ``tops-advisor count examples/resnet50.py --batch 8 --dtype fp16`
 """
 
 import torch
+from _blocks import ResNetLayers
 from torch import nn
 
 
-class Bottleneck(nn.Module):
-    expansion = 4
-
-    def __init__(self, in_channels: int, width: int, stride: int = 1):
-        super().__init__()
-        out_channels = width * self.expansion
-        self.conv1 = nn.Conv2d(in_channels, width, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(width)
-        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(width)
-        self.conv3 = nn.Conv2d(width, out_channels, 1, bias=False)
-        self.bn3 = nn.BatchNorm2d(out_channels)
-        self.relu = nn.ReLU(inplace=True)
-        self.downsample = None
-        if stride != 1 or in_channels != out_channels:
-            self.downsample = nn.Sequential(
-                nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False), nn.BatchNorm2d(out_channels))
-
-    def forward(self, x):
-        identity = x if self.downsample is None else self.downsample(x)
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        return self.relu(out + identity)
-
-
-class ResNet(nn.Module):
+class ResNet(ResNetLayers):
     def __init__(self, layers=(3, 4, 6, 3), num_classes: int = 1000):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        in_channels, stages = 64, []
-        for i, (blocks, width) in enumerate(zip(layers, (64, 128, 256, 512), strict=True)):
-            stage = []
-            for b in range(blocks):
-                stage.append(Bottleneck(in_channels, width, stride=2 if (b == 0 and i > 0) else 1))
-                in_channels = width * Bottleneck.expansion
-            stages.append(nn.Sequential(*stage))
-        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        super().__init__(layers)
         self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(in_channels, num_classes)
+        self.fc = nn.Linear(self.out_channels, num_classes)
 
     def forward(self, x):
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))

@@ -42,53 +42,15 @@ never used to check it.
 """
 
 import torch
+from _blocks import UNet
 from torch import nn
 
 WIDTHS = (64, 128, 256, 512, 1024)
 IN_CHANNELS, CLASSES, SIZE = 1, 2, 256
 
 
-class DoubleConv(nn.Sequential):
-    def __init__(self, in_channels: int, out_channels: int):
-        super().__init__(
-            nn.Conv2d(in_channels, out_channels, 3, padding=1, bias=False), nn.BatchNorm2d(out_channels),
-            nn.ReLU(inplace=True),
-            nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False), nn.BatchNorm2d(out_channels),
-            nn.ReLU(inplace=True),
-        )
-
-
-class Up(nn.Module):
-    def __init__(self, in_channels: int, out_channels: int):
-        super().__init__()
-        self.up = nn.ConvTranspose2d(in_channels, in_channels // 2, kernel_size=2, stride=2)
-        self.conv = DoubleConv(in_channels, out_channels)
-
-    def forward(self, x: torch.Tensor, skip: torch.Tensor) -> torch.Tensor:
-        return self.conv(torch.cat([skip, self.up(x)], dim=1))
-
-
-class UNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.inc = DoubleConv(IN_CHANNELS, WIDTHS[0])
-        self.pool = nn.MaxPool2d(2)
-        self.downs = nn.ModuleList(DoubleConv(a, b) for a, b in zip(WIDTHS[:-1], WIDTHS[1:], strict=True))
-        self.ups = nn.ModuleList(Up(b, a) for a, b in zip(reversed(WIDTHS[:-1]), reversed(WIDTHS[1:]), strict=True))
-        self.outc = nn.Conv2d(WIDTHS[0], CLASSES, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        skips = [self.inc(x)]
-        for down in self.downs:
-            skips.append(down(self.pool(skips[-1])))
-        x = skips.pop()
-        for up in self.ups:
-            x = up(x, skips.pop())
-        return self.outc(x)
-
-
 def build_model() -> nn.Module:
-    return UNet().eval()
+    return UNet(IN_CHANNELS, CLASSES, WIDTHS).eval()
 
 
 def example_inputs(batch_size: int) -> torch.Tensor:

@@ -1,5 +1,5 @@
 """Shared pieces of the blind example tests: the row types of their table, counting an example through the CLI
-once per session, and a real forward under torch's FlopCounterMode."""
+once per test run, and a real forward under torch's FlopCounterMode."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def load_example(name: str, prefix: str = "blind"):
 
 @functools.cache
 def count_example(name: str, batch: int) -> dict:
-    """`tops-advisor count FILE --strict --batch N --json`, once per session; fails the test on a non-zero exit.
+    """`tops-advisor count FILE --strict --batch N --json`, once per test run; fails the test on a non-zero exit.
     The dict is shared between tests: read it, never change it."""
     result = CliRunner().invoke(cli, ["count", str(EXAMPLES / f"{name}.py"), "--strict", "--batch", str(batch),
                                       "--json"])

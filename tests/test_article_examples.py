@@ -1,5 +1,5 @@
 """The article's workloads as shipped examples (YOLOv7, the Stable Diffusion UNet), and the generated check of
-the article's claims (benchmarks/article_check.py -> docs/article-check.md).
+the article's claims (benchmarks/reports/article_check.py -> docs/reports/article-check.md).
 
 Each model is counted once per module (the SD UNet takes seconds); counting is strict, so a fixture that
 builds fails on any operator the counter does not know.
@@ -46,7 +46,7 @@ def sd_unet():
 
 @pytest.fixture(scope="module")
 def article_check():
-    return _load(REPO / "benchmarks" / "article_check.py", "_test_article_check")
+    return _load(REPO / "benchmarks" / "reports" / "article_check.py", "_test_article_check")
 
 
 @pytest.fixture(scope="module")
@@ -203,9 +203,9 @@ def test_analyze_cli_runs_on_yolov7_1080p(monkeypatch):
 
 @pytest.mark.slow
 def test_article_check_doc_is_current(article_check, catalog, costs):
-    doc = (REPO / "docs" / "article-check.md").read_text(encoding="utf-8")
+    doc = (REPO / "docs" / "reports" / "article-check.md").read_text(encoding="utf-8")
     assert article_check.render(catalog, costs) == doc, (
-        "docs/article-check.md is stale: run python3 benchmarks/article_check.py --write docs/article-check.md")
+        "docs/reports/article-check.md is stale: run python3 benchmarks/reports/article_check.py --write docs/reports/article-check.md")
 
 
 def test_article_check_verdicts(article_check, catalog, costs):

@@ -4,7 +4,7 @@ counted through ``tops-advisor count --strict --json``.
 One row of CASES per example says what its count must show; the tests below run each kind of check over the
 rows that give it. DERIVATIONS ties the by-hand counts of tests/blind_derivations.py to published figures.
 The tests at the end check what no row can say: operator details of one model, and the example files' own
-helpers (masks, position tables, padding).
+functions (masks, position tables, padding).
 
 Only building and counting is tested here: these files are never run through the predictor in tests, so
 that docs/accuracy.md can use them as a set it was not tuned on."""
@@ -578,7 +578,7 @@ def test_tinyllama_attention_sees_32_heads():
                                    for op in sdpa)
 
 
-# --- what one row cannot say: the example files' own helpers ------------------------------------------------
+# --- what one row cannot say: the example files' own functions ------------------------------------------------
 
 def test_swin_shift_mask_and_bias_index():
     mod = load_example("swin_tiny")

@@ -122,7 +122,7 @@ def test_transformers_text_model_builds_its_mask_under_capture(tmp_path):
     spec = _tiny_hf(tmp_path, "bert", model_type="bert", vocab_size=1000, architectures=["BertModel"])
     eager = count(load_model(spec, seq=17), batch=2, dtype="fp16")
     captured = count(load_model(spec, seq=17), batch=2, dtype="fp16", captured=True)
-    assert eager.capture_sensitive                       # the mask helpers ask when a padding mask is given
+    assert eager.capture_sensitive                       # the mask functions ask when a padding mask is given
     names = [op.name for op in captured.ops]
     assert "aten.arange" in names and "aten.arange" not in [op.name for op in eager.ops]   # the mask, built
     assert "aten.bmm" not in names                       # a dense (batch, 1, q, kv) mask: a fused kernel takes it
@@ -148,7 +148,7 @@ def test_transformers_vision_model_under_capture_follows_the_library(tmp_path):
 
 
 class ReadsOutsideCapture(torch.nn.Module):
-    """Checks its input on the host only when not captured (transformers' mask helpers do this)."""
+    """Checks its input on the host only when not captured (transformers' mask functions do this)."""
 
     def __init__(self, always: bool):
         super().__init__()

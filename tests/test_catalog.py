@@ -15,7 +15,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SHIPPED = shipped_catalog_dir()
 SHIPPED_FILES = sorted(SHIPPED.glob("*.toml"))
 
-# The NVIDIA data-center devices this module checks in detail (issue 2's list).
+# The NVIDIA data-center devices this module checks in detail.
 DATACENTER_IDS = ("t4", "v100-sxm2-32gb", "a10", "a100-pcie-40gb", "a100-sxm4-80gb", "a100-pcie-80gb", "h100-sxm",
                   "h100-pcie", "h100-nvl", "h200-sxm", "h200-nvl", "l4", "l40s", "b200")
 # Names that are ambiguous on purpose: several variants share them.

@@ -1,5 +1,5 @@
 """The consumer, edge and AMD device files: they validate, their figures are self-consistent, their aliases
-resolve, and docs/article-table.md matches what the catalog says today.
+resolve, and docs/reports/article-table.md matches what the catalog says today.
 
 Expected numbers are derived by hand in comments (units x clock x ops per clock), not copied from the files.
 """
@@ -152,12 +152,12 @@ def test_unknown_name_suggests_close_ids(catalog):
 
 
 def test_article_table_doc_matches_the_catalog():
-    spec = importlib.util.spec_from_file_location("article_table", REPO / "benchmarks" / "article_table.py")
+    spec = importlib.util.spec_from_file_location("article_table", REPO / "benchmarks" / "reports" / "article_table.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    doc = (REPO / "docs" / "article-table.md").read_text(encoding="utf-8")
+    doc = (REPO / "docs" / "reports" / "article-table.md").read_text(encoding="utf-8")
     block = module.render(Catalog.from_dirs([DB]))
     assert module.replace_block(doc, block) == doc, (
-        "docs/article-table.md is stale: run python3 benchmarks/article_table.py --write docs/article-table.md")
+        "docs/reports/article-table.md is stale: run python3 benchmarks/reports/article_table.py --write docs/reports/article-table.md")
     # the corrections the doc exists for
     assert "| FP16 tensor, dense, FP32 accumulate (TFLOPS) | 142 | 71 | 330 | 165.2 |" in block

@@ -1,5 +1,5 @@
 """Eager host profiles (tops_advisor/roofline/hosts.py): the fit, the host-bound rule, applying a profile, the
-CLI option, and the scorer's leave-one-model-out use of them (benchmarks/published_score.py)."""
+CLI option, and the scorer's leave-one-model-out use of them (benchmarks/reports/published_score.py)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_cli_eager_host_profile_raises_the_eager_latency():
 
 # --- the scorer: leave-one-model-out -----------------------------------------------------------------------
 def _scorer():
-    spec = importlib.util.spec_from_file_location("published_score", ROOT / "benchmarks" / "published_score.py")
+    spec = importlib.util.spec_from_file_location("published_score", ROOT / "benchmarks" / "reports" / "published_score.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)

@@ -1,4 +1,4 @@
-"""benchmarks/llm_measure.py on the CPU: it runs, writes its JSON, and its model runs the kernels we model."""
+"""benchmarks/harness/llm_measure.py on the CPU: it runs, writes its JSON, and its model runs the kernels we model."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from tops_advisor.llm import build_workload, config_from_dict  # noqa: E402
 
-SCRIPT = Path(__file__).parent.parent / "benchmarks" / "llm_measure.py"
+SCRIPT = Path(__file__).parent.parent / "benchmarks" / "harness" / "llm_measure.py"
 VIEWS = {"view", "transpose", "unsqueeze", "slice", "expand", "t", "reshape", "_unsafe_view", "alias", "select",
          "as_strided", "detach", "_reshape_alias"}
 

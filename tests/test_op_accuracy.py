@@ -1,5 +1,5 @@
-"""benchmarks/op_accuracy.py: lining measured operator calls up with counted operators, and the classes it
-reports by. The measurements themselves come from a GPU (benchmarks/profile_records.py); here they are
+"""benchmarks/reports/op_accuracy.py: lining measured operator calls up with counted operators, and the classes it
+reports by. The measurements themselves come from a GPU (benchmarks/harness/profile_records.py); here they are
 written by hand."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tops_advisor.workload import GemmShape, OpRecord, Workload
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "op_accuracy.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "reports" / "op_accuracy.py"
 
 
 def _load():

@@ -1,4 +1,4 @@
-"""The published-measurement dataset (benchmarks/published/*.json) and its scorer (benchmarks/published_score.py).
+"""The published-measurement dataset (benchmarks/published/*.json) and its scorer (benchmarks/reports/published_score.py).
 
 Every record must name a catalog card, a workload that exists (a model file, an LLM preset or a GEMM shape), a
 positive value and a pointer to the published row; every source must say where it comes from.
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _scorer():
-    spec = importlib.util.spec_from_file_location("published_score", ROOT / "benchmarks" / "published_score.py")
+    spec = importlib.util.spec_from_file_location("published_score", ROOT / "benchmarks" / "reports" / "published_score.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
@@ -91,7 +91,7 @@ def test_runs_map_to_modes_and_flags():
     assert ps.mode_and_flag("eager") == ("eager", "")
     assert ps.mode_and_flag("cuda-graph") == ("graph", "")
     assert ps.mode_and_flag("kernel") == ("graph", "")
-    assert ps.mode_and_flag("amp") == ("eager", "")   # --dtype amp since issue 16
+    assert ps.mode_and_flag("amp") == ("eager", "")   # --dtype amp predicts autocast
     assert ps.mode_and_flag("engine")[1] == "mode not modelled (engine)"
 
 

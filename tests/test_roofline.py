@@ -157,7 +157,7 @@ def test_an_operators_time_does_not_depend_on_the_rest_of_the_workload(ops, cali
 
 
 def test_fp8_convolution_is_not_sped_up_by_an_fp32_one():
-    # the bug of issue 14: the TF32 convolution factor leaked into the next dtype of the same kind
+    # a past bug: the TF32 convolution factor leaked into the next dtype of the same kind
     hw = load_catalog().get("h100-sxm")
     shape = GemmShape(50176, 256, 2304, 1, window=9, spatial_dims=2)
     fp8 = OpRecord("aten.convolution", "conv", "", 2.0 * 50176 * 256 * 2304, 1e6, 1e6, 0, "fp8", 1, shape)

@@ -1,7 +1,7 @@
 """How wrong our predictions are, from the published accuracy report (pure: no torch).
 
-``benchmarks/accuracy.py`` measures nothing itself: it puts predictions beside recorded GPU measurements,
-writes docs/accuracy.md and the small summary shipped here (``data/accuracy_h200.json``): the median and
+``benchmarks/reports/accuracy.py`` measures nothing itself: it puts predictions beside recorded GPU measurements,
+writes docs/reports/accuracy-h200.md and the small summary shipped here (``data/accuracy_h200.json``): the median and
 worst absolute relative error per model family (cnn / transformer), mode (graph / eager) and whether the
 prediction was calibrated. ``expected_error`` looks a prediction's band up, so that ``analyze`` can say how
 far off it has been on real measurements of that kind of model.
@@ -19,10 +19,10 @@ from pydantic import BaseModel, ConfigDict
 FAMILIES = ("cnn", "transformer")
 SUMMARY_PATH = Path(__file__).parent / "data" / "accuracy_h200.json"
 # Per-card bands from published measurements on other cards (docs/published.md); regenerate with
-# ``python benchmarks/published_score.py --write-bands``.
+# ``python benchmarks/reports/published_score.py --write-bands``.
 CARDS_PATH = Path(__file__).parent / "data" / "accuracy_cards.json"
 # Bands from blind rounds for what the model-file report does not cover: compiled mode and autocast (AMP);
-# written by ``benchmarks/blind_round.py score ... --write-band``.
+# written by ``benchmarks/harness/blind_round.py score ... --write-band``.
 BLIND_PATH = Path(__file__).parent / "data" / "accuracy_h200_blind.json"
 
 

@@ -6,7 +6,7 @@ Phases: ``prefill`` runs ``batch`` prompts of ``context`` tokens (GEMM m = batch
 Two kernel layouts:
 
 * ``torch`` (default): what plain PyTorch runs, operator for operator as Hugging Face's LLaMA code
-  (and ``benchmarks/llm_measure.py``) does it. Separate q/k/v linears (GPT-2 style models: one fused qkv
+  (and ``benchmarks/harness/llm_measure.py``) does it. Separate q/k/v linears (GPT-2 style models: one fused qkv
   linear, as their ``c_attn``); RMSNorm as 8 kernels (cast to fp32, pow, mean, add eps, rsqrt, mul, cast
   back, weight mul) with their fp32 traffic; LayerNorm as one kernel (``F.layer_norm``); rotary embedding
   as 5 kernels per tensor (mul cos, neg, cat, mul sin, add) on q and k; two KV-cache copies; one fused

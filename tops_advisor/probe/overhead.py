@@ -30,8 +30,8 @@ def eager_kernel_s(backend: Backend, launches: int = 2000) -> float:
 
 # The module stack: nn.Module calls that each launch one small operator (a Linear of 8 features), the unit of
 # eager host work in a model (module call, dispatcher, launch). The host's speed moves between a fast and a
-# slow state on the H200 machine (benchmarks/host_drift.py: 16-17 us against 25-28 us per module, in
-# benchmarks/results/blind20 and blind28), and a model's eager time follows this probe more closely than the
+# slow state on the H200 machine (benchmarks/harness/host_drift.py: 16-17 us against 25-28 us per module, in
+# benchmarks/rounds/round-15/measured and round-23/measured), and a model's eager time follows this probe more closely than the
 # bare launch of eager_kernel_s (docs/accuracy.md).
 MODULE_STACK_DEPTH = 64
 
@@ -39,7 +39,7 @@ MODULE_STACK_DEPTH = 64
 def module_call_s(backend: Backend, forwards: int = 30) -> float:
     """Seconds per nn.Module call of a stack of ``MODULE_STACK_DEPTH`` Linear(8, 8) layers (fp16 on CUDA,
     fp32 on the CPU), batch 1, median of ``forwards`` forwards, each from an idle device (as
-    ``benchmarks/host_drift.py`` timed it beside models)."""
+    ``benchmarks/harness/host_drift.py`` timed it beside models)."""
     import torch
 
     device = getattr(backend, "device", "cpu")

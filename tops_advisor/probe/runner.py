@@ -49,7 +49,7 @@ class Plan:
     cool_s: float = 0.0  # idle before each search shape
 
 
-# Search shapes (m, n, k). On an H200 the exhaustive sweep (benchmarks/gemm_sweep.py, docs/probe.md) found the
+# Search shapes (m, n, k). On an H200 the exhaustive sweep (benchmarks/studies/gemm-sweep/gemm_sweep.py, docs/probe.md) found the
 # best rates at a long k with a moderate m and n (bf16: 1024x4096x16384; fp8/fp16: 3072x3072x15360), 10-15%
 # above the article's 8192^3 point; these shapes and a few square ones cover other cards too.
 _SEARCH = ((1024, 4096, 16384), (3072, 3072, 15360), (5120, 9216, 9216), (4096, 4096, 16384),

@@ -3,7 +3,7 @@
 Eager latency at small batch is host time: the interpreter, the dispatcher and the driver launching operator
 after operator (``predict.eager_timeline``). The defaults price that host time on one reference machine (the
 H200 host with PyTorch 2.11: ``defaults.eager_op_s`` and its module- and Python-call companions, fitted in
-``benchmarks/host_cost_fit.py``); a probe on the user's own machine rescales it (``kernel_eager_us``).
+``benchmarks/studies/host-cost-fit/host_cost_fit.py``); a probe on the user's own machine rescales it (``kernel_eager_us``).
 Published measurements come from other hosts and other PyTorch versions, often through a harness that adds
 work of its own per iteration, and nobody can probe those. A host profile names such an environment and
 says what it assumes:
@@ -21,7 +21,7 @@ profile's scales, whatever the probe measured on the machine running the tool.
 Profiles fitted to published rows say which rows (``fitted_from``) and how the fit moved when each model
 was left out (``source``). The rows are chosen by a rule, not by hand: those whose predicted device time is
 under ``HOST_BOUND_DEVICE_SHARE`` of the measured latency, where the host sets the latency
-(``host_bound``). ``fit_host_scale`` is the fit; ``benchmarks/published_score.py --host-fits`` runs it on
+(``host_bound``). ``fit_host_scale`` is the fit; ``benchmarks/reports/published_score.py --host-fits`` runs it on
 the published records, all models and leave-one-model-out.
 """
 
@@ -61,7 +61,7 @@ HOST_PROFILES: dict[str, HostProfile] = {p.name: p for p in (
     HostProfile(
         name="reference",
         assumes="the host the defaults were fitted on: H200 machine, PyTorch 2.11, a bare forward per "
-                "iteration (benchmarks/host_cost_fit.py)",
+                "iteration (benchmarks/studies/host-cost-fit/host_cost_fit.py)",
         source="roofline/defaults/device_level.py eager_op_s, eager_module_call_s, eager_python_call_s"),
     HostProfile(
         name="dle-pytorch-21.03",
@@ -79,7 +79,7 @@ HOST_PROFILES: dict[str, HostProfile] = {p.name: p for p in (
                     "the Volta bandwidth and SIMT-convolution rates changed the device times under them)",
         source="all four models: host scale 1.89 (plain), 2.18 under autocast (1.15x); each model left out "
                "in turn: 1.83-1.97 plain, 2.08-2.26 under autocast "
-               "(python benchmarks/published_score.py --host-fits)"),
+               "(python benchmarks/reports/published_score.py --host-fits)"),
 )}
 
 

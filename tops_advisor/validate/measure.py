@@ -8,7 +8,7 @@ median of ``repeats`` timed iterations and the spread (min, max). Inputs are ran
 eager mode exists. ``profile_ops`` runs one eager forward under torch.profiler and returns the device time
 per ATen operator.
 
-Used by ``tops-advisor validate`` and by ``benchmarks/measure_models.py``; the record format
+Used by ``tops-advisor validate`` and by ``benchmarks/harness/measure_models.py``; the record format
 (``Measurement.model_dump``) is the one in ``benchmarks/results/h200_models.json``.
 """
 
@@ -143,8 +143,8 @@ def _sync(device: str) -> None:
 
 
 # Warm-up time before timing a model: the H200 of the device machine idles at 345 MHz (nvidia-smi before a
-# run) and its host's eager launch time fell from 9.6 to 6.5 us within one session (benchmarks/launch_time.py,
-# benchmarks/results/blind15/): ten warm-up calls of a 1 ms forward left batch 1 slower than batch 8 on 6 of
+# run) and its host's eager launch time fell from 9.6 to 6.5 us within one session (benchmarks/harness/launch_time.py,
+# benchmarks/rounds/round-10/measured/): ten warm-up calls of a 1 ms forward left batch 1 slower than batch 8 on 6 of
 # 9 models in blind round 15, graph and eager. Half a second of calls brings both clocks up.
 WARMUP_S = 0.5
 

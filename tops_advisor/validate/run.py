@@ -2,7 +2,7 @@
 matching catalog device, and put the two side by side (``run_validation`` -> ``ValidationReport``).
 
 The model file is imported once: the same loaded module is measured and counted. Counting goes through
-``api.ModelCosts`` (two counted batches, the others extrapolated), exactly as ``benchmarks/accuracy.py`` does.
+``api.ModelCosts`` (two counted batches, the others extrapolated), exactly as ``benchmarks/reports/accuracy.py`` does.
 """
 
 from __future__ import annotations

@@ -122,9 +122,9 @@ class DeviceDefaults:
     # at which the eager host costs below hold. A probe that measures it scales them in proportion: the stack
     # is module call + dispatcher + launch, what a model's eager time is made of. Derived, not fitted to a
     # round: 88 eager batch-1 timings of 18 library models on the H200 machine, each beside a stack probe
-    # (benchmarks/host_drift.py; results/blind20 and blind28/host_drift.json, the host in its fast state at
+    # (benchmarks/harness/host_drift.py; rounds/round-15/measured and round-23/measured/host_drift.json, the host in its fast state at
     # 16-17 us and its slow one at 25-28 us): measured / predicted-at-reference = stack time / 17.8 us at the
-    # median (per session: 21.0 us in round 15's, 16.5 us in round 23's; `benchmarks/host_stack_fit.py`).
+    # median (per session: 21.0 us in round 15's, 16.5 us in round 23's; `benchmarks/studies/host-stack-fit/host_stack_fit.py`).
     eager_module_call_reference_s: Default[float] = Default(17.8e-6, "H200 machine: 88 timings of 18 models beside "
                                                                "the module-stack probe (host_drift.json)")
     # Idle time between back-to-back kernels in a CUDA graph replay. H200: (graph latency - summed kernel
@@ -132,7 +132,7 @@ class DeviceDefaults:
     kernel_gap_s: Default[float] = Default(0.75e-6, "H200 per-operator profiles: (graph latency - kernel time) / kernels")
     # The shortest time one operator of each kind takes however little work it has: launch, ramp-up of one
     # wave, the tail, library set-up (cuBLAS/cuDNN prologue and epilogue, cuDNN's NCHW<->NHWC conversions).
-    # Medians over every operator of that kind moving < 1 MB and doing < 0.2 GFLOP (docs/op-accuracy.md):
+    # Medians over every operator of that kind moving < 1 MB and doing < 0.2 GFLOP (docs/reports/op-accuracy.md):
     # elementwise 1.2 us (n=1677), copies 1.6-3.0, embedding 1.9-2.0, reduction 2.6-2.8, pooling 2.0-2.6,
     # norms 3.6 (one kernel), GEMMs 3.5-3.7, convolutions 5.5-5.9 (2-3 kernels), depthwise convolutions
     # 2.6-3.4, fused attention 5.2 (n=20); fp32 batch norm is one light cuDNN inference kernel: 2.2 us
@@ -152,7 +152,7 @@ class DeviceDefaults:
     # residual of the 58 under 50 MFLOP is 7.9 us (RegNetY-800MF and ResNeXt-50 at batch 1, fp16 and fp32).
     kind_floor_s: Default[dict[str, float]] = table(
         "H200 profiles of 48 models (benchmarks/results/*records*, 2026-12-01): measured minus predicted work "
-        "of single-kernel operators under 20 MFLOP and 1 MB, per kind (docs/op-accuracy.md)", dict(
+        "of single-kernel operators under 20 MFLOP and 1 MB, per kind (docs/reports/op-accuracy.md)", dict(
             elementwise=1.2e-6, copy=2.0e-6, embedding=1.9e-6, reduction=2.7e-6, pool=2.3e-6, norm=3.6e-6,
             softmax=1.6e-6, matmul=2.4e-6, conv=5.5e-6, attention=5.2e-6, other=2.0e-6,
             depthwise=1.9e-6, batch_norm_cudnn=2.2e-6, layer_norm=2.9e-6, grouped_conv=7.9e-6))
@@ -165,7 +165,7 @@ class DeviceDefaults:
     # Least squares on relative error over 37 models (5 hand-written files, 12 timm, 6 torchvision, 14
     # transformers) at batch 1 on the H200 machine, 2026-11-30 (benchmarks/results/h200_host_cost_b1.json,
     # host times; Python calls counted with the versions measured there, transformers 5.17 and timm 1.0.29;
-    # whisper-tiny left out, its host time exceeded its eager latency; `python benchmarks/host_cost_fit.py`):
+    # whisper-tiny left out, its host time exceeded its eager latency; `python benchmarks/studies/host-cost-fit/host_cost_fit.py`):
     # 7.5 us per operator, 10.1 us per module call that runs operators, 3.8 us per module call that runs none
     # (nn.Identity, Dropout in eval: the call machinery alone), 4.0 us per Python call; 10.4% median |error|,
     # p90 21%, worst 32%, where operators + module calls alone gave 11.8%, p90 28%, worst 62% (transformers
@@ -188,7 +188,7 @@ class DeviceDefaults:
     # host cost 0.68 of the reference (host_cost.py, 4 of 5 common models): f = (0.68 - 0.556) / (1 - 0.556).
     eager_host_fixed_share: Default[float] = Default(0.28, "two H200 hosts: launch 10.8 -> 6.0 us (0.556x) moved the "
                                                     "measured host cost 0.68x (benchmarks/results/"
-                                                    "h200_host_cost_b1.json, blind15/launch_*.json)")
+                                                    "h200_host_cost_b1.json, rounds/round-10/measured/launch_*.json)")
     eager_functional_op_s: Default[float] = Default(20.5e-6, "H200 machine: eager LLM decode, 26.5 ms / 1,297 operators")
     eager_extra_kernel_s: Default[float] = Default(3e-6, "assumed: a plain cudaLaunchKernel costs ~2-4 us of host time")
     eager_no_kernel_op_s: Default[float] = Default(2e-6, "assumed: a view or metadata op costs host time, no kernel")

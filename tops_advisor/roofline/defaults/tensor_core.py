@@ -67,8 +67,8 @@ class TensorCoreDefaults:
     # FlashAttention (16-bit) multiples of 32 up to 256; the memory-efficient kernel (fp32) 64, 128, then any.
     # H200 sweep (benchmarks/results/h200_sweep.json): fp32 head dims 36, 40 and 64 at batch 32 all take 80 us.
     # Hopper, 16 bits, tile by tile (rates.tiled_attention_rate). H200 sweep of F.scaled_dot_product_attention
-    # over 6 sequence lengths x 5 head dims x 2 batch sizes (benchmarks/sdpa_sweep.py ->
-    # benchmarks/results/h200_sdpa_sweep.json): with 128 x 128 tiles, one block per SM, exponentials at 16 per
+    # over 6 sequence lengths x 5 head dims x 2 batch sizes (benchmarks/studies/sdpa/sdpa_sweep.py ->
+    # benchmarks/studies/sdpa/h200_sdpa_sweep.json): with 128 x 128 tiles, one block per SM, exponentials at 16 per
     # clock per SM, cuDNN's kernel fits a 1.1 us block cost and products at the GEMM rate (head dim 64: 1.22 us
     # per tile predicted, 1.23 measured; 128: 1.92 against 1.9); FlashAttention-2's kernel (head dim 36)
     # reaches 0.31 of it at 1,024 tokens (FlashAttention-3's paper: FA2 reaches ~35% of H100's peak).
@@ -80,7 +80,7 @@ class TensorCoreDefaults:
     # PyTorch's NCHW bilinear upsampling kernel loops over batch x channels in each thread (rates.bilinear_loop_s).
     bilinear_iteration_s: Default[float] = Default(320e-9, "H200 sweep of F.interpolate(mode='bilinear'), 14 shapes: "
                                                     "190-570 ns per loop iteration, median 320 "
-                                                    "(benchmarks/results/h200_slow_ops_sweep.json)")
+                                                    "(benchmarks/studies/slow-ops/h200_slow_ops_sweep.json)")
     # Convolutions whose input has fewer channels than a tensor-core fragment (the image stem: 1, 3 or 4
     # channels) cannot run cuDNN's tensor-core kernels on NCHW data without padding (cuDNN Legacy API guide,
     # "Tensor Core operations": channels a multiple of 8 for 16-bit data); cuDNN picks CUDA-core kernels
@@ -111,7 +111,7 @@ class TensorCoreDefaults:
                                                       "36 and 46 of 989.5 fp16 TFLOPS (h200_slow_ops_sweep.json)")
     # Channels-last (inductor's layout, ``family == "channels_last"``) thin-input stems run other cuDNN kernels
     # than NCHW ones. H200 compiled traces at batch 32 fp16 (benchmarks/results/h200_compiled.json,
-    # h200_compiled_run2.json, blind16/post/compiled_deeplab.json; fitting models, not a blind round):
+    # h200_compiled_run2.json, rounds/round-11/measured/post/compiled_deeplab.json; fitting models, not a blind round):
     # overlapping windows run the tensor-core ``sm80_xmma_fprop_implicit_gemm_indexed_wo_smem ... nhwc
     # tilesize128x32x16`` kernel: VGG-16 25.5 TFLOPS, ConvNeXt-T 26.8, MobileNetV2 24.4, EfficientNet-B0 24.2,
     # Inception-v3 23.8, ShuffleNet-V2 18.5 (24 outputs), UNet 23.3, AlexNet's 11x11/4 39.1, DeepLabV3-MNV3
@@ -166,12 +166,12 @@ class TensorCoreDefaults:
          GemmTile(32, 32, 0.3), GemmTile(8, 128, 0.6)),
         "CUTLASS/cuBLAS tile configurations; (8, 128) for GEMV / skinny kernels")
     # Plain FP32 runs SIMT kernels: large tiles when there is work, smaller tiles and GEMV-like kernels
-    # (gemv2T, gemmSN) for few rows. H200 sweep (`benchmarks/sweep_kernels.py report`): with the large tiles
+    # (gemv2T, gemmSN) for few rows. H200 sweep (`benchmarks/studies/kernel-sweep/sweep_kernels.py report`): with the large tiles
     # only, fp32 Linear layers on 1, 8 and 197 rows were predicted 1.4-5x too slow; with these, median 24%.
     gemm_tiles_simt: Default[tuple[GemmTile, ...]] = Default(
         (GemmTile(128, 128, 1.0), GemmTile(128, 64, 0.85), GemmTile(64, 64, 0.55), GemmTile(8, 128, 0.6),
          GemmTile(1, 128, 0.6)),
-        "H200 sweep (benchmarks/sweep_kernels.py report): fp32 Linear layers on 1, 8 and 197 rows, median 24%")
+        "H200 sweep (benchmarks/studies/kernel-sweep/sweep_kernels.py report): fp32 Linear layers on 1, 8 and 197 rows, median 24%")
     # Tiles of at most skinny_tile_rows rows stand for GEMV-like kernels: used only up to skinny_max_rows rows.
     skinny_tile_rows: Default[int] = Default(8, "the GEMV-like (8, 128) tile of gemm_tiles")
     skinny_max_rows: Default[int] = Default(32, "assumed: libraries tile products of more rows")

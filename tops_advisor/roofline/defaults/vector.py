@@ -48,7 +48,7 @@ class VectorDefaults:
     # "channels_last"``): cuDNN's direct NHWC kernels (``conv2d_c1_k1_nhwc_specialized``) read each pixel's
     # channels contiguously, as a copy does, so they move their bytes at the copy bandwidth (the copy factor
     # of ``kind_bandwidth_factor_by_width``) where NCHW's reach 0.25 of it. H200 compiled traces
-    # (benchmarks/results/h200_compiled.json, matched kernel by kernel by benchmarks/compiled_conv_kernels.py,
+    # (benchmarks/results/h200_compiled.json, matched kernel by kernel by benchmarks/studies/compiled-conv-kernels/compiled_conv_kernels.py,
     # minus the 3.0 us depthwise floor): MobileNetV2 b32 fp16's 17 3x3 depthwise convolutions moved
     # 2,366 GB/s (0.55 of the copy bandwidth), EfficientNet-B0's seven 2,369 GB/s (0.55); fp16 copies reach
     # 0.57. Arithmetic: ConvNeXt-T b32 fp16's 18 7x7 depthwise convolutions ran at 10.9 TFLOPS, 0.23 of the
@@ -61,7 +61,7 @@ class VectorDefaults:
     # ``conv2d_grouped_direct_kernel`` (H200 trace of compiled DeepLabV3-MobileNetV3-L b32 fp16, the three
     # 5x5 dilation-2 depthwise convolutions of its last stage at 65x65: 1,670 us for 672 channels, 3,577 and
     # 3,573 us for 960; 0.70, 0.47, 0.47 TFLOPS, 20x slower than the NHWC depthwise rate; benchmarks/results/
-    # blind16/post/compiled_deeplab.json, measured after blind round 11). Median 0.47 TFLOPS = 0.010 of the
+    # rounds/round-11/measured/post/compiled_deeplab.json, measured after blind round 11). Median 0.47 TFLOPS = 0.010 of the
     # vector rate. Eager NCHW dilated depthwise convolutions are not known to be slow (unmeasured).
     depthwise_dilated_channels_last_vector_factor: Default[float] = Default(
         0.010, "H200, compiled DeepLabV3-MobileNetV3-L b32: cuDNN conv2d_grouped_direct_kernel, 0.47-0.70 TFLOPS")
@@ -78,10 +78,10 @@ class VectorDefaults:
     # An NCHW grouped convolution (eager PyTorch, cuDNN) computes each group in an NHWC tile at least 64
     # channels wide: cuDNN's kernels for 4-32 channels per group are 64x64 implicit-GEMM tiles (sm80/sm90
     # xmma "tilesize64x64x64"), and the time of one shape is nearly the same at 4, 8, 16, 32 and 64 channels
-    # per group (H200 sweep, results/h200_grouped_conv_groups.json, fp16 batch 64 at 56x56: 183-202 TFLOPS at
+    # per group (H200 sweep, studies/grouped-conv/h200_grouped_conv_groups.json, fp16 batch 64 at 56x56: 183-202 TFLOPS at
     # 64 per group, 10-11 at 4, 44-51 at 16). ``rates.grouped_nchw_rate``.
     grouped_nchw_tile_channels: Default[int] = Default(
-        64, "H200 sweep, results/h200_grouped_conv_groups.json: sm80/sm90 xmma tilesize64x64x64 kernels, time "
+        64, "H200 sweep, studies/grouped-conv/h200_grouped_conv_groups.json: sm80/sm90 xmma tilesize64x64x64 kernels, time "
             "nearly constant at 4-64 channels per group")
 
     # --- memory-bound operators ---------------------------------------------------------------------------

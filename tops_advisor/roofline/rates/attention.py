@@ -28,7 +28,7 @@ def head_dim_use(head_dim: np.ndarray, precision: str, d: RooflineDefaults) -> n
 
 
 def tiled_attention_rate(a: OpArrays, perf: DevicePerf, precision: str) -> np.ndarray:
-    """Fused attention on Hopper in 16 bits, tile by tile (H200 sweep, ``benchmarks/sdpa_sweep.py``).
+    """Fused attention on Hopper in 16 bits, tile by tile (H200 sweep, ``benchmarks/studies/sdpa/sdpa_sweep.py``).
 
     Each thread block owns ``rows`` queries of one (batch, head) and walks the keys ``rows`` at a time; blocks run
     one per SM, in waves. A block costs a fixed ``attention_block_s`` (load the queries, write the output) plus,

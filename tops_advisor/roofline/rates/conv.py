@@ -197,7 +197,7 @@ def grouped_channels_last_rate(a: OpArrays, perf: DevicePerf, precision: str) ->
 
 def padded_group_width(channels: np.ndarray) -> np.ndarray:
     """The channels per group a grouped kernel computes: the next power of two up to 128, then the next
-    multiple of 64 (cuDNN pads a group to its tile; H200 sweep, ``results/h200_grouped_conv_groups.json``:
+    multiple of 64 (cuDNN pads a group to its tile; H200 sweep, ``studies/grouped-conv/h200_grouped_conv_groups.json``:
     24 per group runs at 16's rate, 48 and 56 at under 64's)."""
     c = np.maximum(np.asarray(channels, dtype=np.float64), 1.0)
     pow2 = 2.0 ** np.ceil(np.log2(c))
@@ -209,7 +209,7 @@ def grouped_nchw_rate(a: OpArrays, perf: DevicePerf, precision: str, factor: flo
     is padded to ``padded_group_width`` channels and run in tiles at least ``grouped_nchw_tile_channels``
     wide (narrower groups share a tile or pad it), so the work done is m x groups x padded x window x
     max(padded, tile) whatever the group width: at 4-64 channels per group the time of one shape is nearly
-    constant (H200 sweep, ``results/h200_grouped_conv_groups.json``). That work runs at the convolution rate
+    constant (H200 sweep, ``studies/grouped-conv/h200_grouped_conv_groups.json``). That work runs at the convolution rate
     of its dense shape (``factor``: the convolution factor); the useful share is (width/padded) x
     (width/tile width)."""
     width = np.maximum(a.n, 1.0)

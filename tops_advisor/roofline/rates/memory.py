@@ -88,7 +88,7 @@ def bandwidth_factors(a: OpArrays, cls: np.ndarray, d: RooflineDefaults) -> np.n
 def bilinear_loop_s(a: OpArrays, perf: DevicePerf) -> np.ndarray:
     """PyTorch's NCHW bilinear upsampling: one thread per output position (``m``) loops over batch x channels
     (``n``), one memory round trip per iteration; positions beyond one wave of resident threads run again.
-    H200 sweep (benchmarks/slow_ops_sweep.py): 190-570 ns per iteration, 20-470 GB/s, where the copy model
+    H200 sweep (benchmarks/studies/slow-ops/slow_ops_sweep.py): 190-570 ns per iteration, 20-470 GB/s, where the copy model
     said 2-4 TB/s (LR-ASPP's 33 -> 65 upsampling at batch 128: 6.1 ms measured, 73 us predicted before)."""
     d = perf.defaults
     waves = np.ceil(np.maximum(a.m, 1.0) / (perf.compute_units * d.resident_threads_per_unit.value))

@@ -1,0 +1,509 @@
+"""Score tops-advisor against PUBLISHED measurements on cards other than the H200.
+
+    python benchmarks/reports/published_score.py                 # per-card table, plain text
+    python benchmarks/reports/published_score.py --markdown      # the same table in Markdown (docs/published.md)
+    python benchmarks/reports/published_score.py --json          # every record with its prediction, and the summary
+
+Reads every ``benchmarks/published/*.json`` (one file per source: a ``source`` block, ``records`` and
+``notes``; docs/published.md describes the fields), predicts each record and reports
+error = (predicted - measured) / measured on latency. Throughput becomes latency as batch / throughput
+(tokens: tokens in the pass / tokens per second; TFLOPS: 2*M*N*K / TFLOPS).
+
+How each record is predicted:
+- a model file (``examples/*.py``) or a library model by name (``timm:NAME``, ``torchvision:NAME``,
+  ``hf:PATH_OR_ID``; needs the ``[models]`` extra): ``ModelCosts`` + ``predict``; ``run`` eager -> mode "eager", cuda-graph
+  -> "graph"; amp -> an eager run of ``--dtype amp`` (autocast's operator lists, counting/amp.py), with
+  ``layout: channels_last`` through ``counting.lowering.channels_last_convs`` (cuDNN's NHWC rates);
+- an LLM preset (``llm:<preset>``): ``analyze_llm`` in graph mode at the record's phase, context and tensor
+  parallel degree; compiled (gpt-fast) and engine runs (llama.cpp) are flagged "mode not modelled";
+- ``gemm:MxNxK`` (mamf-finder): one matmul operator predicted in graph mode (device time only).
+Calibration: the shipped one for the card where there is one (only the H200 has one), else the datasheet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA_DIR = ROOT / "benchmarks" / "published"
+
+METRICS = ("latency_ms", "throughput_per_s", "tokens_per_s", "tflops")
+RUNS = ("eager", "cuda-graph", "kernel", "amp", "compiled", "engine")
+MODELLED_RUNS = ("eager", "cuda-graph", "kernel")
+HOST_RUNS = ("eager", "amp")   # the runs an eager host profile applies to
+MIN_FIT_MODELS = 2             # a host scale is fitted to the rows of at least this many other models
+SOURCE_FIELDS = ("title", "url", "version", "table")
+RECORD_FIELDS = ("card", "workload", "batch", "precision", "run", "metric", "value", "pointer")
+
+
+@dataclass
+class Scored:
+    """One record with its prediction."""
+
+    source: str
+    card: str
+    workload: str
+    batch: int
+    precision: str
+    run: str
+    detail: str               # engine, tp, context or phase: what else tells the rows apart
+    measured_s: float
+    predicted_s: float
+    flag: str                 # "" when the run is modelled; else why not
+
+    @property
+    def error(self) -> float:
+        return (self.predicted_s - self.measured_s) / self.measured_s
+
+
+# --- loading and checking ---------------------------------------------------------------------------------
+def load_sources(data_dir: Path = DATA_DIR) -> list[dict]:
+    """Every source file, each with its path under ``"file"``."""
+    out = []
+    for path in sorted(Path(data_dir).glob("*.json")):
+        doc = json.loads(path.read_text())
+        doc["file"] = path.name
+        out.append(doc)
+    return out
+
+
+def record_problems(rec: dict, card_ids: set[str], root: Path = ROOT) -> list[str]:
+    """What is wrong with one record ([] when it is valid)."""
+    problems = [f"missing {f}" for f in RECORD_FIELDS if f not in rec]
+    if problems:
+        return problems
+    if rec["card"] not in card_ids:
+        problems.append(f"unknown card {rec['card']!r}")
+    problems += _workload_problems(rec["workload"], root)
+    if rec["metric"] not in METRICS:
+        problems.append(f"unknown metric {rec['metric']!r}")
+    if rec["run"] not in RUNS:
+        problems.append(f"unknown run {rec['run']!r}")
+    if rec["run"] == "engine" and not rec.get("engine"):
+        problems.append("run 'engine' without an engine name")
+    if rec.get("clock", "sustained") not in ("sustained", "burst"):
+        problems.append(f"clock must be 'sustained' or 'burst', got {rec['clock']!r}")
+    if "environment" in rec and not (isinstance(rec["environment"], str) and rec["environment"].strip()):
+        problems.append(f"environment must be a non-empty name, got {rec['environment']!r}")
+    if not (isinstance(rec["value"], (int, float)) and rec["value"] > 0):
+        problems.append(f"value must be a positive number, got {rec['value']!r}")
+    if not (isinstance(rec["batch"], int) and rec["batch"] >= 1):
+        problems.append(f"batch must be a positive integer, got {rec['batch']!r}")
+    return problems
+
+
+def _workload_problems(workload: str, root: Path) -> list[str]:
+    if workload.startswith("llm:"):
+        from tops_advisor.llm.presets import PRESETS
+        return [] if workload[4:] in PRESETS else [f"unknown LLM preset {workload[4:]!r}"]
+    if workload.startswith("gemm:"):
+        dims = workload[5:].split("x")
+        ok = len(dims) == 3 and all(d.isdigit() and int(d) > 0 for d in dims)
+        return [] if ok else [f"bad GEMM shape {workload!r} (want gemm:MxNxK)"]
+    if is_library_spec(workload):
+        name = workload.split(":", 1)[1]
+        ok = bool(name) and not any(c.isspace() for c in name)
+        return [] if ok else [f"bad library model {workload!r} (want timm:NAME, torchvision:NAME or hf:PATH_OR_ID)"]
+    return [] if (root / workload).is_file() else [f"no model file {workload!r}"]
+
+
+def is_library_spec(workload: str) -> bool:
+    """A library model named in the tool's own syntax (``tops_advisor.counting.library_models.PREFIXES``)."""
+    from tops_advisor.counting.library_models import is_library_spec as library_spec
+    return library_spec(workload)
+
+
+def model_spec(workload: str) -> str | Path:
+    """What ``ModelCosts`` counts: a library spec as it is, a model file under the repository root."""
+    return workload if is_library_spec(workload) else ROOT / workload
+
+
+def source_problems(doc: dict) -> list[str]:
+    src = doc.get("source", {})
+    problems = [f"source lacks {f}" for f in SOURCE_FIELDS if not src.get(f)]
+    if not doc.get("records"):
+        problems.append("no records")
+    return problems
+
+
+# --- measured and predicted latency -----------------------------------------------------------------------
+def gemm_dims(workload: str) -> tuple[int, int, int]:
+    m, n, k = (int(d) for d in workload[5:].split("x"))
+    return m, n, k
+
+
+def tokens_in_pass(rec: dict) -> int:
+    """Tokens one pass produces (decode) or consumes (prefill), over the whole batch."""
+    per_sequence = rec.get("prompt", 1) if rec.get("phase") == "prefill" else 1
+    return rec["batch"] * per_sequence
+
+
+def measured_latency_s(rec: dict) -> float:
+    metric, value = rec["metric"], float(rec["value"])
+    if metric == "latency_ms":
+        return value / 1e3
+    if metric == "throughput_per_s":
+        return rec["batch"] / value
+    if metric == "tokens_per_s":
+        return tokens_in_pass(rec) / value
+    m, n, k = gemm_dims(rec["workload"])
+    return 2.0 * m * n * k / (value * 1e12)
+
+
+def mode_and_flag(run: str) -> tuple[str, str]:
+    """The predictor mode a run is scored in, and a flag when the tool does not model that run."""
+    if run == "eager":
+        return "eager", ""
+    if run in ("cuda-graph", "kernel"):
+        return "graph", ""
+    if run == "amp":
+        return "eager", ""   # predicted as --dtype amp (counting/amp.py), eager
+    return "graph", f"mode not modelled ({run})"
+
+
+class Predictor:
+    """Predicts records; caches the catalog, each card's device model and each counted model file."""
+
+    def __init__(self, engines: bool = True, hosts: bool = True):
+        from tops_advisor.api import load_catalog
+        self.catalog = load_catalog()
+        self.engines = engines  # engine and compiled LLM runs through their profile (tops_advisor/llm/engines.py)
+        self.hosts = hosts      # eager runs of a named environment at a host scale fitted leave-one-model-out
+        self._cards: dict[str, tuple] = {}
+        self._costs: dict[tuple[str, str], object] = {}
+        self._environments: dict[str, list[dict]] = {}
+        self._scales: dict[tuple[str, str, bool], float | None] = {}
+
+    def set_environments(self, sources: list[dict]) -> None:
+        """The records of every named environment: the rows a host scale may be fitted to."""
+        self._environments = {}
+        for doc in sources:
+            for rec in doc["records"]:
+                if rec.get("environment") and rec["run"] in HOST_RUNS:
+                    self._environments.setdefault(rec["environment"], []).append(rec)
+
+    def card(self, card_id: str, burst: bool = False):
+        """(hardware, calibration, device perf) of a card; ``burst``: at its burst clock (a record whose
+        benchmark runs a second or two, too short to reach the power limit: ``"clock": "burst"``)."""
+        if (card_id, burst) not in self._cards:
+            from tops_advisor.api import calibration_for, device_perf
+            hw = self.catalog.get(card_id)
+            hw = hw.at_burst_clock() if burst else hw
+            cal, where = calibration_for(hw)
+            self._cards[card_id, burst] = (hw, cal, device_perf(hw, cal, where))
+        return self._cards[card_id, burst]
+
+    def latency_s(self, rec: dict) -> float:
+        workload = rec["workload"]
+        if workload.startswith("llm:"):
+            return self._llm(rec)
+        if workload.startswith("gemm:"):
+            return self._gemm(rec)
+        return self._model(rec)
+
+    def _model(self, rec: dict) -> float:
+        from tops_advisor.api import predict
+        w, hw, cal, perf = self.model_case(rec)
+        scale = self.host_scale(rec) if self.hosts else None
+        if scale is not None:
+            from tops_advisor.roofline.hosts import with_host_scale
+            perf = with_host_scale(perf, scale)
+        mode, _ = mode_and_flag(rec["run"])
+        return predict(w, hw, cal, mode, tf32_matmul=rec["precision"] == "tf32", perf=perf).latency_s
+
+    def model_case(self, rec: dict) -> tuple:
+        """(workload, hardware, calibration, device perf) of a model record, as the scorer predicts it."""
+        from tops_advisor.api import ModelCosts
+        hw, cal, perf = self.card(rec["card"])
+        dtype = "fp32" if rec["precision"] == "tf32" else rec["precision"]
+        if rec["run"] == "amp":
+            dtype = "amp"   # an fp32 model under autocast (counting/amp.py)
+        key = (rec["workload"], dtype)
+        if key not in self._costs:
+            self._costs[key] = ModelCosts(model_spec(rec["workload"]), base_dtype=dtype)
+        w = self._costs[key].at(rec["batch"], dtype)
+        if rec.get("layout") == "channels_last":
+            from tops_advisor.counting.lowering import channels_last_convs
+            w = channels_last_convs(w)
+        return w, hw, cal, perf
+
+    def host_scale(self, rec: dict, exclude: str | None = None) -> float | None:
+        """The host scale for an eager record of a named environment, fitted to the host-bound rows of the
+        OTHER models of that environment (leave-one-model-out; ``exclude`` defaults to the record's model,
+        "" keeps every model), autocast rows apart from the rest. None when fewer than ``MIN_FIT_MODELS``
+        other models have host-bound rows, or the record names no environment."""
+        env = rec.get("environment")
+        if not env or rec["run"] not in HOST_RUNS:
+            return None
+        exclude = rec["workload"] if exclude is None else exclude
+        key = (env, exclude, rec["run"] == "amp")
+        if key not in self._scales:
+            self._scales[key] = self._fit_scale(env, exclude, rec["run"] == "amp")
+        return self._scales[key]
+
+    def host_cases(self, env: str, exclude: str, autocast: bool) -> list[tuple[str, object]]:
+        """The host-bound rows of ``env`` other than model ``exclude`` (hosts.host_bound), as (workload,
+        EagerCase)."""
+        from tops_advisor.roofline.hosts import EagerCase, host_bound
+        cases = []
+        for rec in self._environments.get(env, []):
+            if rec["workload"] == exclude or (rec["run"] == "amp") != autocast:
+                continue
+            w, _, _, perf = self.model_case(rec)
+            case = EagerCase(w, perf, measured_latency_s(rec), tf32_matmul=rec["precision"] == "tf32")
+            if host_bound(case.device_s, case.measured_s):
+                cases.append((rec["workload"], case))
+        return cases
+
+    def _fit_scale(self, env: str, exclude: str, autocast: bool) -> float | None:
+        from tops_advisor.roofline.hosts import fit_host_scale
+        cases = self.host_cases(env, exclude, autocast)
+        if len({model for model, _ in cases}) < MIN_FIT_MODELS:
+            return None
+        return fit_host_scale([case for _, case in cases])
+
+    def _llm(self, rec: dict) -> float:
+        from tops_advisor.llm.analysis import analyze_llm, precision_for
+        from tops_advisor.llm.presets import preset_config
+        hw, cal, _ = self.card(rec["card"])
+        phase = rec.get("phase", "decode")
+        context = rec["prompt"] if phase == "prefill" else rec["context"]
+        precision, predictor, layout = precision_for(hw, weight=rec["precision"]), None, "torch"
+        if self.engines and rec["run"] in ("engine", "compiled"):
+            from tops_advisor.llm.engines import engine_precision, engine_predictor, get_engine
+            name, fmt = engine_of(rec)
+            profile = get_engine(name)
+            precision, layout = engine_precision(profile, precision, fmt), profile.layout
+            predictor = engine_predictor(profile, hw, cal, weight_dtype=rec["precision"])
+        a = analyze_llm(preset_config(rec["workload"][4:]), hw, batch=rec["batch"], phase=phase, context=context,
+                        precision=precision, tp=rec.get("tp", 1), mode="graph", layout=layout, calibration=cal,
+                        predictor=predictor, find_crossover=False, suggest=False)
+        return a.requested.latency_s
+
+    def _gemm(self, rec: dict) -> float:
+        from tops_advisor.api import predict
+        hw, cal, perf = self.card(rec["card"], burst=rec.get("clock") == "burst")
+        w = gemm_workload(rec["workload"], rec["precision"])
+        return predict(w, hw, cal, "graph", perf=perf).latency_s
+
+
+def engine_of(rec: dict) -> tuple[str, str | None]:
+    """The engine profile and weight format of an engine or compiled run: 'llama.cpp Q4_0' -> ('llama.cpp',
+    'Q4_0'); gpt-fast's compiled runs -> ('gpt-fast', None: the weight dtype names the format)."""
+    if rec["run"] == "compiled":
+        return "gpt-fast", None
+    name, _, fmt = rec.get("engine", "").partition(" ")
+    return name, fmt or None
+
+
+def gemm_workload(workload: str, dtype: str):
+    """One (M x K) @ (K x N) matmul as a workload: each operand read once, the output written once."""
+    from tops_advisor.units import BYTES_PER_ELEMENT
+    from tops_advisor.workload import GemmShape, OpRecord, Workload
+    m, n, k = gemm_dims(workload)
+    size = BYTES_PER_ELEMENT[dtype]
+    op = OpRecord(name="aten.mm", kind="matmul", module="", flops=2.0 * m * n * k,
+                  bytes_read=(m * k + k * n) * size, bytes_written=m * n * size, param_bytes=k * n * size,
+                  dtype=dtype, kernels=1, gemm=GemmShape(m, n, k))
+    return Workload(name=workload, batch=1, dtype=dtype, ops=(op,), functional=True)
+
+
+# --- scoring and summary ----------------------------------------------------------------------------------
+def detail(rec: dict) -> str:
+    parts = [rec.get("engine", "")]
+    if rec.get("tp", 1) > 1:
+        parts.append(f"tp{rec['tp']}")
+    if rec.get("phase") == "prefill":
+        parts.append(f"prefill {rec['prompt']}")
+    elif "context" in rec:
+        parts.append(f"ctx {rec['context']}")
+    return " ".join(p for p in parts if p)
+
+
+def score(sources: list[dict], predictor: Predictor | None = None) -> list[Scored]:
+    predictor = predictor or Predictor()
+    predictor.set_environments(sources)
+    rows = []
+    for doc in sources:
+        for rec in doc["records"]:
+            _, flag = mode_and_flag(rec["run"])
+            rows.append(Scored(source=doc["file"], card=rec["card"], workload=rec["workload"],
+                               batch=rec["batch"], precision=rec["precision"], run=rec["run"],
+                               detail=detail(rec), measured_s=measured_latency_s(rec),
+                               predicted_s=predictor.latency_s(rec), flag=flag))
+    return rows
+
+
+def stats(rows: list[Scored]) -> dict:
+    """n, median |error|, the worst row's signed error, and the median signed error (bias)."""
+    if not rows:
+        return {"n": 0, "median_abs_error": None, "worst_error": None, "median_error": None}
+    errors = [r.error for r in rows]
+    worst = max(errors, key=abs)
+    return {"n": len(rows), "median_abs_error": statistics.median(abs(e) for e in errors),
+            "worst_error": worst, "median_error": statistics.median(errors)}
+
+
+def summary(rows: list[Scored]) -> dict:
+    cards = sorted({r.card for r in rows})
+    per_card = {c: {"all": stats([r for r in rows if r.card == c]),
+                    "modelled": stats([r for r in rows if r.card == c and not r.flag])} for c in cards}
+    groups = {"all": rows, "modelled runs": [r for r in rows if not r.flag],
+              "runs not modelled": [r for r in rows if r.flag]}
+    by_source = {s: stats([r for r in rows if r.source == s]) for s in sorted({r.source for r in rows})}
+    return {"per_card": per_card, "overall": {k: stats(v) for k, v in groups.items()}, "per_source": by_source}
+
+
+# --- the per-card bands shipped with the tool ---------------------------------------------------------------
+BANDS_PATH = ROOT / "tops_advisor" / "data" / "accuracy_cards.json"
+BANDS_COMMAND = "python benchmarks/reports/published_score.py --write-bands"
+
+
+def record_kind(workload: str) -> str:
+    """'llm' (an LLM preset), 'gemm' (one matmul) or 'model' (a model file or a library model)."""
+    return "llm" if workload.startswith("llm:") else "gemm" if workload.startswith("gemm:") else "model"
+
+
+def _band(rows: list[Scored]) -> dict | None:
+    if not rows:
+        return None
+    errors = [abs(r.error) for r in rows]
+    return {"n": len(rows), "median_abs_error": round(statistics.median(errors), 4),
+            "worst_abs_error": round(max(errors), 4),
+            "median_error": round(statistics.median(r.error for r in rows), 4)}
+
+
+def _bands_by_kind(rows: list[Scored]) -> dict:
+    out = {"all": _band(rows)}
+    for kind in ("model", "llm", "gemm"):
+        band = _band([r for r in rows if record_kind(r.workload) == kind])
+        if band:
+            out[kind] = band
+    return out
+
+
+def bands_document(rows: list[Scored], catalog) -> dict:
+    """tops_advisor/data/accuracy_cards.json: |error| bands of datasheet predictions against the published
+    measurements, per card, per card class (architecture and segment) and over every card, each split by kind
+    of workload (model file, LLM, single GEMM). Read by tops_advisor/accuracy.py."""
+    cls = {hw.id: f"{hw.architecture} {hw.segment}" for hw in catalog}
+    cards = {c: _bands_by_kind([r for r in rows if r.card == c]) for c in sorted({r.card for r in rows})}
+    classes = {k: _bands_by_kind([r for r in rows if cls.get(r.card) == k])
+               for k in sorted({cls[r.card] for r in rows if r.card in cls})}
+    return {"source": "docs/published.md (benchmarks/reports/published_score.py)", "command": BANDS_COMMAND,
+            "what": "datasheet predictions (no calibration) against published measurements; every run kind, "
+                    "modelled or not",
+            "cards": cards, "classes": classes, "all_cards": _bands_by_kind(rows)}
+
+
+# --- rendering --------------------------------------------------------------------------------------------
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.0f}%"
+
+
+def _abs_pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def _stat_cells(s: dict) -> list[str]:
+    return [str(s["n"]), _abs_pct(s["median_abs_error"]), _pct(s["median_error"]), _pct(s["worst_error"])]
+
+
+def table_lines(summ: dict) -> list[list[str]]:
+    """Header + one row per card + overall rows, as cells."""
+    rows = [["card", "n", "median abs err", "median err", "worst", "n (modelled)", "median abs err (modelled)"]]
+    for card, s in summ["per_card"].items():
+        m = s["modelled"]
+        rows.append([card, *_stat_cells(s["all"]), str(m["n"]), _abs_pct(m["median_abs_error"])])
+    for name, s in summ["overall"].items():
+        rows.append([f"**{name}**", *_stat_cells(s), "", ""])
+    return rows
+
+
+def source_lines(summ: dict) -> list[list[str]]:
+    rows = [["source file", "n", "median abs err", "median err", "worst"]]
+    rows += [[f"`{name}`", *_stat_cells(s)] for name, s in summ["per_source"].items()]
+    return rows
+
+
+def markdown(cells: list[list[str]]) -> str:
+    head, *body = cells
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in body])
+
+
+def plain(cells: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
+    return "\n".join("  ".join(c.replace("**", "").ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells)
+
+
+def host_fits(sources: list[dict], predictor: Predictor) -> list[dict]:
+    """Every named environment's host scales, plain and under autocast: fitted to all its models' host-bound
+    rows (``left_out`` "") and with each model left out in turn, with the rows each fit used."""
+    predictor.set_environments(sources)
+    out = []
+    for env, recs in sorted(predictor._environments.items()):
+        for autocast in (False, True):
+            models = sorted({r["workload"] for r in recs if (r["run"] == "amp") == autocast})
+            for left_out in ["", *models]:
+                cases = predictor.host_cases(env, left_out, autocast)
+                scale = predictor._fit_scale(env, left_out, autocast)
+                out.append({"environment": env, "autocast": autocast, "left_out": left_out,
+                            "rows": len(cases), "models": len({m for m, _ in cases}), "host_scale": scale})
+    return out
+
+
+def row_dump(r: Scored) -> dict:
+    return {**asdict(r), "error": r.error}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    fmt = ap.add_mutually_exclusive_group()
+    fmt.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    fmt.add_argument("--json", action="store_true", help="print every scored record and the summary as JSON")
+    ap.add_argument("--data", type=Path, default=DATA_DIR, help="folder of source files (default: %(default)s)")
+    ap.add_argument("--min-model-batch", type=int, default=1, metavar="N",
+                    help="score model-file records only at batch >= N (the device-dominated runs; LLM and GEMM "
+                         "records are kept)")
+    ap.add_argument("--no-engines", action="store_true",
+                    help="predict engine and compiled LLM runs as plain PyTorch graph runs (no engine profile)")
+    ap.add_argument("--no-hosts", action="store_true",
+                    help="predict eager runs of named environments with the reference host (no fitted profile)")
+    ap.add_argument("--host-fits", action="store_true",
+                    help="print each environment's host scales (all models, and each model left out) and exit")
+    ap.add_argument("--write-bands", nargs="?", const=BANDS_PATH, type=Path, metavar="PATH",
+                    help="also write the per-card error bands the CLI quotes (default: %(const)s)")
+    args = ap.parse_args(argv)
+    from tops_advisor.errors import TopsAdvisorError
+    if args.host_fits:
+        print(json.dumps(host_fits(load_sources(args.data), Predictor()), indent=1))
+        return 0
+    try:
+        rows = score(load_sources(args.data), Predictor(engines=not args.no_engines, hosts=not args.no_hosts))
+    except TopsAdvisorError as exc:   # e.g. a timm: record without timm installed
+        print(f"error: {exc}" + (f" ({exc.hint})" if exc.hint else ""), file=sys.stderr)
+        return 2
+    rows = [r for r in rows if record_kind(r.workload) != "model" or r.batch >= args.min_model_batch]
+    summ = summary(rows)
+    if args.write_bands:
+        from tops_advisor.api import load_catalog
+        args.write_bands.write_text(json.dumps(bands_document(rows, load_catalog()), indent=1) + "\n")
+        print(f"wrote {args.write_bands}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"records": [row_dump(r) for r in rows], "summary": summ}, indent=1))
+        return 0
+    render = markdown if args.markdown else plain
+    print(render(table_lines(summ)))
+    print()
+    print(render(source_lines(summ)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
