@@ -10,7 +10,7 @@ from ..units import PRECISIONS
 from .common import catalog_option, echo_json, get_catalog, json_option, load_model_arg, model_options
 
 # Options that belong to one form of the command: given with the other form they would be ignored, so they are
-# refused instead (issue 18: `recommend MODEL --llm X --latency 10ms` silently dropped MODEL and --latency).
+# refused instead (`recommend MODEL --llm X --latency 10ms` would otherwise drop MODEL and --latency).
 MODEL_ONLY = ("latency", "throughput", "dtype", "strict", "task", "seq", "input_shape")
 LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 

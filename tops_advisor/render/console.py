@@ -18,7 +18,7 @@ import os
 import sys
 
 PIPED_WIDTH_COLUMNS = 120
-NARROW_COLUMNS = 80   # the terminal width every table must fit (issue 18)
+NARROW_COLUMNS = 80   # the terminal width every table must fit
 
 
 def output_width(stream=None, environ=None) -> int:

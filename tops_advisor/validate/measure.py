@@ -143,7 +143,7 @@ def _sync(device: str) -> None:
 
 
 # Warm-up time before timing a model: the H200 of the device machine idles at 345 MHz (nvidia-smi before a
-# run) and its host's eager launch time fell from 9.6 to 6.5 us within one session (benchmarks/harness/launch_time.py,
+# run) and its host's eager launch time fell from 9.6 to 6.5 us within one run of the machine (benchmarks/harness/launch_time.py,
 # benchmarks/rounds/round-10/measured/): ten warm-up calls of a 1 ms forward left batch 1 slower than batch 8 on 6 of
 # 9 models in blind round 15, graph and eager. Half a second of calls brings both clocks up.
 WARMUP_S = 0.5

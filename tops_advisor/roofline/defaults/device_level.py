@@ -124,7 +124,7 @@ class DeviceDefaults:
     # round: 88 eager batch-1 timings of 18 library models on the H200 machine, each beside a stack probe
     # (benchmarks/harness/host_drift.py; rounds/round-15/measured and round-23/measured/host_drift.json, the host in its fast state at
     # 16-17 us and its slow one at 25-28 us): measured / predicted-at-reference = stack time / 17.8 us at the
-    # median (per session: 21.0 us in round 15's, 16.5 us in round 23's; `benchmarks/studies/host-stack-fit/host_stack_fit.py`).
+    # median (per measuring run: 21.0 us in round 15's, 16.5 us in round 23's; `benchmarks/studies/host-stack-fit/host_stack_fit.py`).
     eager_module_call_reference_s: Default[float] = Default(17.8e-6, "H200 machine: 88 timings of 18 models beside "
                                                                "the module-stack probe (host_drift.json)")
     # Idle time between back-to-back kernels in a CUDA graph replay. H200: (graph latency - summed kernel
