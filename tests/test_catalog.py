@@ -19,7 +19,7 @@ SHIPPED_FILES = sorted(SHIPPED.glob("*.toml"))
 DATACENTER_IDS = ("t4", "v100-sxm2-32gb", "a10", "a100-pcie-40gb", "a100-sxm4-80gb", "a100-pcie-80gb", "h100-sxm",
                   "h100-pcie", "h100-nvl", "h200-sxm", "h200-nvl", "l4", "l40s", "b200")
 # Names that are ambiguous on purpose: several variants share them.
-INTENDED_AMBIGUOUS = {"a100", "a100pcie", "a10080gb", "h10080gb"}
+INTENDED_AMBIGUOUS = {"h100", "h200", "a100", "a100pcie", "a10080gb", "h10080gb"}
 
 # file in tests/fixtures/catalog_bad -> text the error must contain (besides the file name)
 BAD_FILES = {
@@ -177,9 +177,9 @@ def test_env_var_adds_a_directory(monkeypatch):
 # --- names -----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,expected", [
-    ("h200-sxm", "h200-sxm"), ("h200", "h200-sxm"), ("H200", "h200-sxm"), ("H200 SXM", "h200-sxm"),
+    ("h200-sxm", "h200-sxm"), ("H200 SXM", "h200-sxm"),
     ("h200_sxm", "h200-sxm"), ("NVIDIA H200", "h200-sxm"), ("H200 NVL", "h200-nvl"), ("h100 nvl", "h100-nvl"),
-    ("H100 SXM5", "h100-sxm"), ("h100", "h100-sxm"), ("H100 PCIe", "h100-pcie"), ("v100", "v100-sxm2-32gb"), ("Tesla T4", "t4"),
+    ("H100 SXM5", "h100-sxm"), ("H100 PCIe", "h100-pcie"), ("v100", "v100-sxm2-32gb"), ("Tesla T4", "t4"),
     ("A100 SXM4", "a100-sxm4-80gb"), ("A100 40GB", "a100-pcie-40gb"), ("B200", "b200"), ("L40S", "l40s"),
 ])
 def test_alias_resolves(catalog, name, expected):
@@ -187,6 +187,8 @@ def test_alias_resolves(catalog, name, expected):
 
 
 @pytest.mark.parametrize("name,choices", [
+    ("h100", "h100-nvl, h100-pcie, h100-sxm"),
+    ("h200", "h200-nvl, h200-sxm"),
     ("h100-80gb", "h100-pcie, h100-sxm"),
     ("A100", "a100-pcie-40gb, a100-pcie-80gb, a100-sxm4-80gb"),
     ("a100 pcie", "a100-pcie-40gb, a100-pcie-80gb"),
@@ -224,4 +226,4 @@ def test_no_accidental_ambiguity_among_datacenter_devices(catalog):
 def test_fixture_dir_copy_is_independent(tmp_path):
     # a copied shipped file validates from anywhere (no path assumptions besides the file name)
     shutil.copy(SHIPPED / "h200-sxm.toml", tmp_path / "h200-sxm.toml")
-    assert Catalog.from_dirs([tmp_path]).get("h200").memory_gb == 141
+    assert Catalog.from_dirs([tmp_path]).get("h200-sxm").memory_gb == 141

@@ -75,7 +75,7 @@ def test_list_bad_filters():
 # --- show ------------------------------------------------------------------------------------------------
 
 def test_show_json_by_alias():
-    d = run_json("show", "h200")
+    d = run_json("show", "h200-sxm")
     assert d["id"] == "h200-sxm" and REQUIRED_KEYS <= set(d)
     assert d["memory_gb"] == 141 and d["memory_bandwidth_gb_s"] == 4800 and d["tdp_w"] == 700
     assert d["dense_tops"]["fp16"] == 989.5 and d["sparse_tops"]["fp16"] == 1979  # 1979 / 2 = 989.5
@@ -102,7 +102,7 @@ def test_show_unknown_suggests():
 # --- compare ---------------------------------------------------------------------------------------------
 
 def test_compare_json_derived_columns():
-    a, b = run_json("compare", "h100-sxm", "h200")
+    a, b = run_json("compare", "h100-sxm", "h200-sxm")
     assert (a["id"], b["id"]) == ("h100-sxm", "h200-sxm")
     # fp16 dense 989.5 TOPS / 700 W = 1.4136 TOPS/W; sparse 1979 / 700 = 2.827
     assert a["tops_per_watt"]["dense"]["fp16"] == pytest.approx(989.5 / 700)
@@ -123,9 +123,9 @@ def test_compare_table_keeps_dense_and_sparse_apart():
 
 
 def test_compare_needs_two_devices():
-    err = fail("compare", "h200", "h200-sxm")  # one device under two names
+    err = fail("compare", "H200 SXM", "h200-sxm")  # one device under two names
     assert "at least two different devices" in err and "hardware show" in err
-    assert "unknown hardware 'nope'" in fail("compare", "h200", "nope")
+    assert "unknown hardware 'nope'" in fail("compare", "h200-sxm", "nope")
 
 
 # --- validate --------------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def test_env_var_catalog():
 
 def test_bad_catalog_dirs(tmp_path):
     assert "does not exist" in fail("list", "--catalog", str(tmp_path / "absent"))
-    assert "names the same device" in fail("show", "h200", "--catalog", str(FIXTURES / "catalog_clash"))
+    assert "names the same device" in fail("show", "h200-sxm", "--catalog", str(FIXTURES / "catalog_clash"))
     err = fail("list", "--catalog", str(FIXTURES / "catalog_bad"))
     assert "catalog_bad/" in err and "error: " in err
     env = {"TOPS_ADVISOR_CATALOG": str(tmp_path / "absent")}

@@ -19,7 +19,7 @@ def run(*args):
 
 
 def test_analyze_json_has_the_promised_keys():
-    r = run("analyze", MODEL, "-H", "h200", "--batch", "8", "--json")
+    r = run("analyze", MODEL, "-H", "h200-sxm", "--batch", "8", "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     for key in ("latency_ms", "throughput_per_s", "attainable_tops", "bound", "fits_memory", "memory_required_gb",
@@ -27,7 +27,7 @@ def test_analyze_json_has_the_promised_keys():
         assert key in d
     assert d["calibrated"] is True  # the shipped H200 calibration is picked up
     assert d["throughput_per_s"] == pytest.approx(8 / (d["latency_ms"] / 1e3))
-    no_cal = json.loads(run("analyze", MODEL, "-H", "h200", "--batch", "8", "--json", "--no-calibration").stdout)
+    no_cal = json.loads(run("analyze", MODEL, "-H", "h200-sxm", "--batch", "8", "--json", "--no-calibration").stdout)
     assert no_cal["calibrated"] is False
 
 
@@ -48,11 +48,13 @@ def test_analyze_int8_derived_from_fp16_count():
 @pytest.mark.parametrize("args, message", [
     (("-H", "rtx-4009"), "unknown hardware 'rtx-4009'"),
     (("-H", "a100"), "is ambiguous"),
+    (("-H", "h100"), "is ambiguous: it matches h100-nvl, h100-pcie, h100-sxm"),
+    (("-H", "h200"), "is ambiguous: it matches h200-nvl, h200-sxm"),
     (("-H", "a100-pcie-40gb", "--dtype", "fp8"), "a100-pcie-40gb has no fp8 peak; it has"),
-    (("-H", "h200", "--dtype", "fp17"), "unknown dtype 'fp17'"),
-    (("-H", "h200", "--batch", "0"), "--batch must be a positive integer"),
-    (("-H", "h200", "--plot", "/nonexistent/dir/x.png"), "cannot write plot"),
-    (("-H", "h200", "--plot", "roof.txt"), "must end in .png, .svg or .pdf"),
+    (("-H", "h200-sxm", "--dtype", "fp17"), "unknown dtype 'fp17'"),
+    (("-H", "h200-sxm", "--batch", "0"), "--batch must be a positive integer"),
+    (("-H", "h200-sxm", "--plot", "/nonexistent/dir/x.png"), "cannot write plot"),
+    (("-H", "h200-sxm", "--plot", "roof.txt"), "must end in .png, .svg or .pdf"),
 ])
 def test_analyze_bad_input(args, message):
     r = run("analyze", MODEL, *args)
@@ -64,12 +66,12 @@ def test_analyze_bad_input(args, message):
 def test_analyze_invalid_calibration(tmp_path):
     bad = tmp_path / "cal.json"
     bad.write_text("{not json")
-    r = run("analyze", MODEL, "-H", "h200", "--calibration", str(bad))
+    r = run("analyze", MODEL, "-H", "h200-sxm", "--calibration", str(bad))
     assert r.exit_code == 2 and "is not valid JSON" in r.output
 
 
 def test_analyze_missing_model_file():
-    r = run("analyze", "nope.py", "-H", "h200")
+    r = run("analyze", "nope.py", "-H", "h200-sxm")
     assert r.exit_code == 2 and "nope.py" in r.output
 
 

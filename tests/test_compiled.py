@@ -111,7 +111,7 @@ def test_layout_stays_nchw_for_a_lone_convolution_in_a_big_graph():
 
 
 def test_predict_compiled_needs_the_inductor_workload():
-    hw = load_catalog().get("h200")
+    hw = load_catalog().get("h200-sxm")
     x = torch.randn(2, 16, 8, 8)
     eager = count_module(TinyResidualCNN(), x, "fp16")
     with pytest.raises(InputError, match="inductor"):
@@ -161,7 +161,7 @@ def test_validate_refuses_compiled_on_the_cpu():
     from tops_advisor.validate.run import check_request
 
     with pytest.raises(InputError, match="compiled mode replays CUDA graphs"):
-        check_request("cpu", "compiled", "h200")
+        check_request("cpu", "compiled", "h200-sxm")
 
 
 def test_pad_mm_pads_an_unaligned_compute_bound_gemm_only():
@@ -226,7 +226,7 @@ class DenseDepthwiseGrouped(nn.Module):
 
 def _conv_predictions(lowering):
     from tops_advisor.counting import count_module
-    hw = load_catalog().get("h200")
+    hw = load_catalog().get("h200-sxm")
     w = count_module(DenseDepthwiseGrouped(), torch.randn(8, 64, 28, 28), "fp16", lowering=lowering)
     mode = "compiled" if lowering == INDUCTOR_CUDA else "graph"
     p = predict(w, hw, mode=mode)
@@ -257,7 +257,7 @@ def test_channels_last_depthwise_and_grouped_convolutions_get_their_nhwc_rates()
     o, grouped = compiled["grouped"]
     g = o.gemm
     assert (g.batch, g.n) == (64, 4)
-    perf = device_perf(load_catalog().get("h200"))
+    perf = device_perf(load_catalog().get("h200-sxm"))
     dense = OpArrays.build(OpKind.CONV, "fp16", m=[g.m], n=[g.n * g.batch], k=[g.k * 16], groups=[1], window=[1])
     dense_rate = rates.pointwise_conv_rate(dense, perf, "fp16")[0]
     assert o.flops / grouped.compute_s == pytest.approx(dense_rate / 16)
@@ -281,7 +281,7 @@ def test_dilated_depthwise_channels_last_runs_cudnns_generic_grouped_kernel():
     from tops_advisor.counting import count_module
     from tops_advisor.roofline.defaults import DEFAULTS as d
 
-    hw = load_catalog().get("h200")
+    hw = load_catalog().get("h200-sxm")
     w = count_module(DilatedDepthwise(), torch.randn(8, 64, 28, 28), "fp16", lowering=INDUCTOR_CUDA)
     p = predict(w, hw, mode="compiled")
     ops = {o.module: op for o, op in zip(w.ops, p.ops, strict=True) if o.kind == "conv"}

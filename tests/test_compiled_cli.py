@@ -16,7 +16,7 @@ def _run(*args):
 
 
 def _analyze(*extra):
-    r = _run("analyze", MODEL, "-H", "h200", "--batch", "8", "--json", *extra)
+    r = _run("analyze", MODEL, "-H", "h200-sxm", "--batch", "8", "--json", *extra)
     assert r.exit_code == 0, r.output
     return json.loads(r.output)
 
@@ -39,12 +39,12 @@ def test_analyze_amp_computes_convolutions_in_fp16_and_casts_weights():
 
 
 def test_recommend_compiled():
-    r = _run("recommend", MODEL, "--latency", "1ms", "--mode", "compiled", "-H", "h200", "--json")
+    r = _run("recommend", MODEL, "--latency", "1ms", "--mode", "compiled", "-H", "h200-sxm", "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["recommendations"][0]["mode"] == "compiled"
 
 
 def test_validate_refuses_compiled_on_the_cpu_in_one_line():
-    r = _run("validate", MODEL, "--device", "cpu", "-H", "h200", "--mode", "compiled", "--dtype", "amp")
+    r = _run("validate", MODEL, "--device", "cpu", "-H", "h200-sxm", "--mode", "compiled", "--dtype", "amp")
     assert r.exit_code == 2 and "compiled mode replays CUDA graphs" in r.output
     assert "Traceback" not in r.output

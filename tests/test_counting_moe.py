@@ -221,7 +221,7 @@ def test_analyze_reports_unsupported_operators_in_its_output(tmp_path):
     meant for people, not only in Python's warning format."""
     path = tmp_path / "fft_model.py"
     path.write_text(UNKNOWN_OP_MODEL)
-    result = subprocess.run([sys.executable, "-m", "tops_advisor", "analyze", str(path), "-H", "h200",
+    result = subprocess.run([sys.executable, "-m", "tops_advisor", "analyze", str(path), "-H", "h200-sxm",
                              "--dtype", "fp32"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "_fft_r2c" in result.stdout + result.stderr

@@ -1,6 +1,6 @@
 """What a user reads: numbers in human units, one line per shared reason or advice, names folded at their
 separators, advice that does not contradict itself, a roofline chart whose every line is labelled, and the
-short names h100 and h200 resolved alike."""
+short names h100 and h200 treated alike (both ask, listing the variants)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tops_advisor.advice import advise
 from tops_advisor.api import largest_fitting_batch
 from tops_advisor.catalog import load_catalog
 from tops_advisor.cli import cli
+from tops_advisor.errors import AmbiguousHardwareError
 from tops_advisor.formatting import fmt_bytes, fmt_memory, fmt_ops, format_seconds
 from tops_advisor.render.recommend import advice_lines, grouped, rejected_table
 from tops_advisor.render.tables import Name
@@ -175,7 +176,10 @@ def test_the_roofline_chart_labels_every_line(tmp_path):
 
 # --- short names --------------------------------------------------------------------------------------------
 
-def test_h100_and_h200_resolve_alike_to_the_sxm_part():
+def test_h100_and_h200_are_both_ambiguous_and_list_their_variants():
     catalog = load_catalog()
-    assert catalog.get("h100").id == "h100-sxm" and catalog.get("h200").id == "h200-sxm"
+    for short, variants in (("h100", "h100-nvl, h100-pcie, h100-sxm"), ("h200", "h200-nvl, h200-sxm")):
+        with pytest.raises(AmbiguousHardwareError, match=f"it matches {variants}"):
+            catalog.get(short)
     assert catalog.get("H100 PCIe").id == "h100-pcie" and catalog.get("H200 NVL").id == "h200-nvl"
+    assert catalog.get("H100 SXM").id == "h100-sxm" and catalog.get("H200 SXM").id == "h200-sxm"

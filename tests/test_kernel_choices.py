@@ -71,7 +71,7 @@ def test_channels_last_input_keeps_cudnn_through_a_convolution():
 
 
 def test_native_depthwise_runs_at_the_32_bit_share_in_fp16():
-    hw = load_catalog().get("h200")
+    hw = load_catalog().get("h200-sxm")
     d = DEFAULTS
     w = count_module(_Block(), torch.randn(32, 64, 28, 28), "fp16")
     p = {o.module: op for o, op in zip(w.ops, predict(w, hw, mode="graph").ops, strict=True) if o.kind == "conv"}
@@ -173,7 +173,7 @@ class _LayerNorm(nn.Module):
 def test_layer_norm_rows_cost_a_fixed_time_each():
     """One thread block per row: the same bytes in 12x more rows of 64 take longer than in rows of 768, by the
     per-row time of ``layer_norm_row_s`` spread over the SMs."""
-    hw = load_catalog().get("h200")
+    hw = load_catalog().get("h200-sxm")
     d = DEFAULTS
     times = {}
     for n in (64, 768):
@@ -211,7 +211,7 @@ def test_a_group_is_padded_to_its_kernel_width(width, padded):
 
 def _grouped_conv_time(per_group: int, channels: int = 512, dtype: str = "fp16") -> tuple[float, float]:
     """Predicted compute time and FLOPs of a 3x3 grouped convolution (NCHW, batch 64 at 56x56)."""
-    hw = load_catalog().get("h200")
+    hw = load_catalog().get("h200-sxm")
     conv = nn.Conv2d(channels, channels, 3, padding=1, groups=channels // per_group, bias=False)
     w = count_module(conv, torch.randn(64, channels, 56, 56), dtype)
     op = next(o for o in w.ops if o.name == "aten.convolution")
@@ -237,7 +237,7 @@ def test_a_group_width_off_a_power_of_two_pays_its_padding():
 def test_a_grouped_convolution_takes_its_four_kernel_floor():
     """Layout in, memset or weight transform, the convolution, layout out: a tiny grouped convolution costs the
     grouped floor, a dense one the convolution floor."""
-    hw = load_catalog().get("h200")
+    hw = load_catalog().get("h200-sxm")
     floors = {}
     for groups in (1, 4):
         w = count_module(nn.Conv2d(16, 16, 3, padding=1, groups=groups), torch.randn(1, 16, 8, 8), "fp16")
@@ -251,7 +251,7 @@ def test_a_grouped_convolution_takes_its_four_kernel_floor():
 def test_group_norm_rows_stream_one_element_per_clock_in_waves():
     """PyTorch reduces each (sample, group) row in one thread block: at batch 1 with 32 groups (one wave) the
     time grows with the row, and at batch 32 (1,024 rows) it takes rows / SMs waves of that."""
-    hw = load_catalog().get("h200")
+    hw = load_catalog().get("h200-sxm")
     d = DEFAULTS
     times = {}
     for batch in (1, 32):
@@ -284,7 +284,7 @@ def test_an_elementwise_op_on_one_permuted_dense_layout_is_not_strided():
 def test_a_thin_input_convolution_in_tf32_runs_on_the_cuda_cores():
     """A ViT's 16x16 patch embedding of a 3-channel image in fp32: cuDNN runs its FP32 CUDA-core kernels
     (TF32 allowed or not), so it attains a share of the FP32 peak, not of the TF32 tensor peak."""
-    hw = load_catalog().get("h200")
+    hw = load_catalog().get("h200-sxm")
     patch = nn.Conv2d(3, 384, 16, stride=16)
     w = count_module(patch, torch.randn(32, 3, 224, 224), "fp32")
     op = next(i for i, o in enumerate(w.ops) if o.name == "aten.convolution")

@@ -16,7 +16,7 @@ def invoke(*args):
 
 
 def test_json_has_the_headline_keys():
-    r = invoke("llama3-8b", "--hardware", "h200", "--batch", "4", "--context", "2048", "--json")
+    r = invoke("llama3-8b", "--hardware", "h200-sxm", "--batch", "4", "--context", "2048", "--json")
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     for key in ("latency_ms", "tokens_per_s", "memory_required_gb", "fits_memory", "devices", "bound"):
@@ -60,7 +60,7 @@ def test_tensor_parallel_and_impossible_request():
 ])
 def test_bad_input_is_one_line_exit_2(args, message):
     if "--hardware" not in args:
-        args = [*args, "--hardware", "h200"]
+        args = [*args, "--hardware", "h200-sxm"]
     r = invoke(*args)
     assert r.exit_code == 2, r.output
     assert message in r.stderr
@@ -72,7 +72,7 @@ def test_heads_not_dividing_hidden(tmp_path):
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"hidden_size": 4000, "num_hidden_layers": 2, "num_attention_heads": 48,
                                "intermediate_size": 100, "vocab_size": 10}))
-    r = invoke(str(cfg), "-H", "h200")
+    r = invoke(str(cfg), "-H", "h200-sxm")
     assert r.exit_code == 2 and "hidden size 4000 is not divisible by 48 attention heads" in r.stderr
 
 

@@ -219,10 +219,10 @@ def test_warnings_reach_the_json_and_strict_refuses_on_the_command_line(tmp_path
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**_raw("llama-3-8b"), "parallel_residual": True}))
-    ok = CliRunner().invoke(cli, ["llm", str(path), "-H", "h200", "--json"])
+    ok = CliRunner().invoke(cli, ["llm", str(path), "-H", "h200-sxm", "--json"])
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.stdout)["warnings"] == ["parallel_residual = True is not modelled and may change the cost"]
-    refused = CliRunner().invoke(cli, ["llm", str(path), "-H", "h200", "--strict"])
+    refused = CliRunner().invoke(cli, ["llm", str(path), "-H", "h200-sxm", "--strict"])
     assert refused.exit_code != 0 and "refused under --strict" in refused.output
 
 
@@ -233,7 +233,7 @@ def test_recommend_llm_json_carries_the_config_warnings(tmp_path):
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**_raw("llama-3-8b"), "quantization_config": {"quant_method": "fp8"}}))
-    r = CliRunner().invoke(cli, ["recommend", "--llm", str(path), "--hardware", "h200", "--json"])
+    r = CliRunner().invoke(cli, ["recommend", "--llm", str(path), "--hardware", "h200-sxm", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["warnings"] == [
         "quantization_config: the weights' quantization (fp8) is not read: weights are costed at the precision "

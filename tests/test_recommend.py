@@ -120,7 +120,7 @@ def test_llm_form_cli_json():
 
     from tops_advisor.cli import cli
 
-    r = CliRunner().invoke(cli, ["recommend", "--llm", "llama3-8b", "--tokens-per-s", "10", "-H", "h200",
+    r = CliRunner().invoke(cli, ["recommend", "--llm", "llama3-8b", "--tokens-per-s", "10", "-H", "h200-sxm",
                                  "-H", "l4", "--json"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
@@ -193,7 +193,7 @@ def test_recommend_refuses_options_it_would_ignore(args, message):
 def test_top_must_be_at_least_one():
     from tops_advisor.recommend import Constraints
 
-    for command in (("recommend", MODEL), ("analyze", MODEL, "-H", "h200")):
+    for command in (("recommend", MODEL), ("analyze", MODEL, "-H", "h200-sxm")):
         r = run(*command, "--top", "0")
         assert r.exit_code == 2 and "0 is not in the range x>=1" in r.stderr
     with pytest.raises(InputError, match="--top must be at least 1"):

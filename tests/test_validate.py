@@ -20,7 +20,7 @@ from tops_advisor.validate.compare import (
     relative_error,
 )
 
-CPU = ["validate", "examples/small_cnn.py", "--device", "cpu", "--hardware", "h200", "--dtype", "fp32",
+CPU = ["validate", "examples/small_cnn.py", "--device", "cpu", "--hardware", "h200-sxm", "--dtype", "fp32",
        "--repeats", "2", "--warmup", "1"]
 
 
@@ -41,7 +41,7 @@ def test_cpu_run_puts_measurement_beside_prediction_and_says_it_is_plumbing():
     from tops_advisor.counting import count
     from tops_advisor.roofline import device_perf, predict
 
-    hw = load_catalog().get("h200")
+    hw = load_catalog().get("h200-sxm")
     for r in out["rows"]:
         # the prediction is the roofline's for the same workload, and error = (predicted - measured) / measured
         expected = predict(count("examples/small_cnn.py", batch=r["batch"], dtype="fp32"), hw, mode="eager",
@@ -134,7 +134,7 @@ def test_model_failing_on_the_device_is_one_line(monkeypatch):
 
 
 def test_missing_model_file_is_one_line():
-    res = run(["validate", "nope.py", "--device", "cpu", "-H", "h200"])
+    res = run(["validate", "nope.py", "--device", "cpu", "-H", "h200-sxm"])
     assert res.exit_code == 2 and "nope.py: no such file" in res.stderr
 
 
@@ -260,13 +260,13 @@ def test_convnext_tiny_parameter_count_matches_the_paper():
 
 
 def test_analyze_carries_the_expected_error_band():
-    res = run(["analyze", "examples/small_cnn.py", "-H", "h200", "--mode", "eager", "--json"])
+    res = run(["analyze", "examples/small_cnn.py", "-H", "h200-sxm", "--mode", "eager", "--json"])
     assert res.exit_code == 0, res.output
     band = json.loads(res.stdout)["expected_error"]
     # small_cnn has no attention operator: a CNN; eager mode; the shipped H200 calibration is used
     assert (band["family"], band["mode"], band["calibrated"]) == ("cnn", "eager", True)
     assert band["text"].startswith("expected error on H200-class measurements: median ")
-    res = run(["analyze", "examples/vit_b16.py", "-H", "h200", "--no-calibration"])
+    res = run(["analyze", "examples/vit_b16.py", "-H", "h200-sxm", "--no-calibration"])
     # the band is a bullet wrapped to the console's width: compare with the line breaks taken out
     assert "(transformers, graph mode, datasheet defaults; n=" in " ".join(res.stdout.split())
 

@@ -31,7 +31,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     base = [sys.executable, "-m", "tops_advisor"]
-    analyze = timed(base + ["analyze", args.model, "-H", "h200", "--batch", "32", "--json"], args.repeats)
+    analyze = timed(base + ["analyze", args.model, "-H", "h200-sxm", "--batch", "32", "--json"], args.repeats)
     recommend = timed(base + ["recommend", args.model, "--latency", "10ms", "--json"], args.repeats)
     print(f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}")
     print(f"analyze   (1 device, batch 32):                 {analyze:.2f} s")

@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     doc = json.load(open(args.results))
-    hw = load_catalog().get("h200")
+    hw = load_catalog().get("h200-sxm")
     perf = device_perf(hw, *calibration_for(hw))
     rows = []
     for rec in doc["runs"]:

@@ -142,7 +142,7 @@ class Catalog:
         return sorted(self._by_id)
 
     def get(self, name: str) -> Hardware:
-        """Resolve an id or alias ('h200', 'RTX 4090', 'rtx4090'); unknown names suggest the closest ids."""
+        """Resolve an id or alias ('h200-sxm', 'RTX 4090', 'rtx4090'); unknown names suggest the closest ids."""
         if name in self._by_id:
             return self._by_id[name]
         hits = self._aliases.get(normalise_name(name), set())

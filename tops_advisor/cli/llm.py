@@ -12,7 +12,7 @@ from .common import catalog_option, echo_json, get_catalog, json_option
 
 @click.command()
 @click.argument("config")
-@click.option("--hardware", "-H", "hardware_name", required=True, help="Catalog id or alias (e.g. h200, 4090).")
+@click.option("--hardware", "-H", "hardware_name", required=True, help="Catalog id or alias (e.g. h200-sxm, 4090).")
 @click.option("--phase", type=click.Choice(["prefill", "decode"]), default="decode", show_default=True,
               help="The pass whose latency is reported: a prefill of --context tokens, or one decode step.")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences processed together.")

@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="comma-separated model specs")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
-    hw = load_catalog().get("h200")
+    hw = load_catalog().get("h200-sxm")
     perf = device_perf(hw, *calibration_for(hw))
     for path in args.results:
         for rec in json.load(open(path))["runs"]:
