@@ -131,10 +131,7 @@ def test_hardware_list_keeps_every_device_id_whole(catalog, width):
     assert [hw.id for hw in devices if hw.id not in listing.split()] == []  # each id whole on one line
 
 
-@pytest.mark.parametrize("width", [
-    pytest.param(NARROW_COLUMNS, marks=pytest.mark.xfail(
-        strict=True, reason="at 80 columns the ranking folds jetson-agx-orin-32gb into '...-32g' + 'b'")),
-    PIPED_WIDTH_COLUMNS])
+@pytest.mark.parametrize("width", [NARROW_COLUMNS, PIPED_WIDTH_COLUMNS])
 def test_recommend_keeps_every_device_id_whole(llama, catalog, width):
     def at(batch, dtype):
         return retype(build_workload(llama, phase="prefill", batch=batch, context=16), dtype)

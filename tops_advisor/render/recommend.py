@@ -10,9 +10,11 @@ from rich.table import Table
 
 from ..formatting import fmt_ratio, fmt_tops, format_seconds
 from ..recommend import RecommendResult
-from .tables import bullet, name_column, new_table, number_column, word_column
+from .console import NARROW_COLUMNS
+from .tables import NAME_MIN_WIDTH, bullet, name_column, natural_width, new_table, number_column, word_column
 
 CALIBRATED_MARK = "*"
+ERROR_HEADER = "error"
 
 
 def _device(r) -> str:
@@ -23,10 +25,23 @@ def _tops(r) -> str:
     return f"{fmt_tops(r.attainable_ops_per_s)} ({r.utilisation:.0%})"
 
 
-def recommendations_table(res: RecommendResult) -> Table:
+def recommendations_table(res: RecommendResult, width: int = NARROW_COLUMNS) -> Table:
     """Best first: device, batch (and precision where they differ), latency per batch, samples/s, attained TOPS
     (share of the datasheet peak), the binding limit, the ranking's ratio (samples/s per watt of TDP, or per 1000
-    USD when ranking by price) and the typical error of such predictions."""
+    USD when ranking by price) and the typical error of such predictions.
+
+    Device ids stay whole (the column is as wide as the longest); when the table would then be wider than
+    ``width`` columns, the error column is left out (``error_band_line`` says where to find it)."""
+    table = _ranking_table(res, with_error=True)
+    return table if natural_width(table) <= width else _ranking_table(res, with_error=False)
+
+
+def has_error_column(table: Table) -> bool:
+    """Whether a ranking table shows the typical-error column."""
+    return any(c.header == ERROR_HEADER for c in table.columns)
+
+
+def _ranking_table(res: RecommendResult, with_error: bool) -> Table:
     recs = res.recommendations
     dtypes = sorted({r.dtype for r in recs})
     one_dtype = len(dtypes) == 1
@@ -35,16 +50,16 @@ def recommendations_table(res: RecommendResult) -> Table:
     per = [] if res.rank_by in ("price", "efficiency") else ["per W = samples/s per watt of TDP"]
     t = new_table(f"Recommended, best first{f', {dtypes[0]}' if one_dtype else ''} "
                   f"({'; '.join([*res.notes, *per])})")
-    name_column(t, "device")
+    name_column(t, "device", min_width=max((len(_device(r)) for r in recs), default=NAME_MIN_WIDTH))
     number_column(t, "batch" if one_dtype else "batch,\ndtype")
     number_column(t, "latency")
     number_column(t, "samples\nper s")
     number_column(t, "TOPS\n(% peak)")
     word_column(t, "bound")
     number_column(t, "per k$" if by_price else "per W")
-    banded = any(r.expected_error for r in recs)
+    banded = with_error and any(r.expected_error for r in recs)
     if banded:
-        number_column(t, "error")
+        number_column(t, ERROR_HEADER)
     for r in recs:
         ratio = (f"{r.throughput_per_kusd:,.0f}" if r.throughput_per_kusd else "-") if by_price else \
             fmt_ratio(r.throughput_per_watt)
@@ -78,10 +93,14 @@ def advice_lines(res: RecommendResult, n: int = 3) -> list[str]:
             for devices, text in grouped((r.hardware, r.advice[0]) for r in res.recommendations[:n] if r.advice)]
 
 
-def error_band_line(res: RecommendResult) -> str | None:
-    """What the 'typical error' column means, when any row has one."""
+def error_band_line(res: RecommendResult, shown: bool = True) -> str | None:
+    """What the 'typical error' column means, when any row has one (where it is, when the table left it out:
+    ``shown`` False)."""
     if not any(getattr(r, "expected_error", None) for r in res.recommendations):
         return None
+    if not shown:
+        return ("error column left out at this width: a wider terminal or --json gives the typical error "
+                "of each prediction")
     return ("error: the median |error| of earlier predictions of this kind on that card, its class, or "
             "all cards measured (calibrated: on the H200); --json gives the worst case and the source of each band")
 
@@ -121,8 +140,9 @@ def llm_recommendations_table(res: RecommendResult, model: str) -> Table:
 
 def render_recommendations(res: RecommendResult, out) -> None:
     """``recommend MODEL``'s output on the rich console ``out``."""
-    out.print(recommendations_table(res))
-    for line in (calibration_line(res), error_band_line(res)):
+    table = recommendations_table(res, out.width)
+    out.print(table)
+    for line in (calibration_line(res), error_band_line(res, has_error_column(table))):
         if line:
             bullet(out, line, mark=" ", style="dim")
     for line in advice_lines(res):

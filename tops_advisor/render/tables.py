@@ -8,9 +8,11 @@ that rich never cuts a number to '12.…'.
 
 from __future__ import annotations
 
+import io
 import re
 
 from rich import box
+from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -111,6 +113,11 @@ def name_column(t: Table, header: str, min_width: int = NAME_MIN_WIDTH, priority
     t.add_column(header, overflow="fold", min_width=min_width, **kwargs)
     t.columns[-1]._name = True
     t.columns[-1]._priority = priority
+
+
+def natural_width(table: Table) -> int:
+    """The columns ``table`` takes when nothing folds: every name whole on one line, every number as it is."""
+    return Console(width=10_000, file=io.StringIO()).measure(table).maximum
 
 
 def number_column(t: Table, header: str, **kwargs) -> None:
