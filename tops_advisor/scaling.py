@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from .errors import CountingError
 from .units import BYTES_PER_ELEMENT
-from .workload import Workload
+from .workload import Note, NoteKind, Workload
 
 
 def _lerp(v1: float, v2: float, t: float) -> float:
@@ -84,4 +84,5 @@ def retype(w: Workload, dtype: str) -> Workload:
     return replace(w, dtype=dtype, ops=tuple(ops), param_bytes=w.param_bytes * ratio_w,
                    activation_peak_bytes=w.activation_peak_bytes * ratio_w,
                    input_bytes=w.input_bytes * ratio_w,
-                   notes=w.notes + (f"derived from a count at {w.dtype}: bytes scaled by element size",))
+                   notes=w.notes + (Note(NoteKind.DERIVED,
+                                             f"derived from a count at {w.dtype}: bytes scaled by element size"),))

@@ -91,7 +91,12 @@ class NoteKind(StrEnum):
     CAPTURED_PATH = "captured-path"    # counted as the forward runs captured, where it takes another path
     COUNTED_ON_CPU = "counted-on-cpu"  # built on the CPU and counted through fake tensors (not the meta device)
     SOURCE = "source"                  # what loading the model chose: its inputs, an implementation
-    INFO = "info"                      # anything else (an analytic build's assumptions, a derived count)
+    PRECISION = "precision"            # an analytic build's precisions (weights, activations, KV cache) and what
+                                       # weight-only quantization implies for the matrix products
+    TENSOR_PARALLEL = "tensor-parallel"  # the operators are one rank's share; its collectives are not among them
+    KV_CACHE = "kv-cache"              # how attention keeps its cache: a sliding window, a compressed latent (MLA)
+    DERIVED = "derived"                # retyped from a count at another dtype (scaling.retype), not counted at it
+    INFO = "info"                      # anything else
 
 
 @dataclass(frozen=True)

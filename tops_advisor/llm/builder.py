@@ -30,7 +30,7 @@ import math
 
 from .. import opcosts as O
 from ..errors import InputError, LLMConfigError
-from ..workload import GemmShape, OpRecord, Workload
+from ..workload import GemmShape, Note, NoteKind, OpRecord, Workload
 from .config import LLMConfig, attended_tokens
 from .memory import MLA_NOTE, activation_bytes, weight_bytes, window_caps
 from .parallel import RankShape, rank_shape
@@ -379,6 +379,23 @@ class _Builder:
         self.linear("lm_head", "lm_head", self.batch, self.rs.vocab, cfg.hidden_size, weight_bytes=self.s)
 
 
+def build_notes(cfg: LLMConfig, p: Precision, phase: str, context: int, tp: int) -> tuple[Note, ...]:
+    """What an analytic build assumed, each note with its kind: the precisions, a rank's share, the cache."""
+    notes = [Note(NoteKind.PRECISION, p.describe())]
+    if p.weight_only:
+        notes.append(Note(NoteKind.PRECISION, f"weight-only quantization: fewer weight bytes, but the matrix "
+                                              f"products run at {p.act} peak, not {p.weight}"))
+    if tp > 1:
+        notes.append(Note(NoteKind.TENSOR_PARALLEL,
+                          f"rank 1 of {tp} (tensor parallel); all-reduces are not in these operators"))
+    window = window_caps(cfg, context + (1 if phase == "decode" else 0))
+    if window:
+        notes.append(Note(NoteKind.KV_CACHE, window))
+    if cfg.is_mla:
+        notes.append(Note(NoteKind.KV_CACHE, MLA_NOTE))
+    return tuple(notes)
+
+
 def build_workload(cfg: LLMConfig, *, phase: str = "decode", batch: int = 1, context: int = 1024,
                    precision: Precision | None = None, tp: int = 1, layout: str = "torch") -> Workload:
     """One forward pass of one tensor-parallel rank (the whole model when tp=1)."""
@@ -393,17 +410,6 @@ def build_workload(cfg: LLMConfig, *, phase: str = "decode", batch: int = 1, con
         b.layer(i)
     b.head()
 
-    notes = [p.describe()]
-    if p.weight_only:
-        notes.append(f"weight-only quantization: fewer weight bytes, but the matrix products run at "
-                     f"{p.act} peak, not {p.weight}")
-    if tp > 1:
-        notes.append(f"rank 1 of {tp} (tensor parallel); all-reduces are not in these operators")
-    window = window_caps(cfg, context + (1 if phase == "decode" else 0))
-    if window:
-        notes.append(window)
-    if cfg.is_mla:
-        notes.append(MLA_NOTE)
     what = f"prefill of {context} tokens" if phase == "prefill" else f"decode step at context {context}"
     return Workload(
         name=f"{cfg.name} {what}, batch {batch}" + (f", tp {tp}" if tp > 1 else ""),
@@ -411,5 +417,5 @@ def build_workload(cfg: LLMConfig, *, phase: str = "decode", batch: int = 1, con
         params=round(cfg.params / tp), param_bytes=weight_bytes(cfg, p, tp),
         input_bytes=float(b.t * TOKEN_ID_BYTES),
         activation_peak_bytes=activation_bytes(cfg, p, batch, b.q_len, tp),
-        source=cfg.source, notes=tuple(notes), functional=True,
+        source=cfg.source, notes=build_notes(cfg, p, phase, context, tp), functional=True,
     )
