@@ -45,7 +45,7 @@ class ModelCosts:
     sequence changes with the batch is counted again at each batch asked for.
 
     ``mode`` picks the kernels the workloads list: eager PyTorch's for "graph" and "eager", inductor's fused
-    kernels for "compiled" (``counting/fusion.py``); ``at(..., mode=...)`` overrides it per call.
+    kernels for "compiled" (``counting/lowering/inductor.py``); ``at(..., mode=...)`` overrides it per call.
     """
 
     def __init__(self, model, *, base_dtype: str = "fp16", strict: bool = False, batches: tuple[int, int] = (1, 2),

@@ -1,6 +1,6 @@
 """Operations per element of the vector operators: one table for the model counter and the LLM builder.
 
-``counting/handles.py`` (a PyTorch model, operator by operator) and ``llm/builder.py`` (an LLM built
+``counting/handles/`` (a PyTorch model, operator by operator) and ``llm/builder.py`` (an LLM built
 analytically) both read these numbers, so one operator costs the same operations whichever way a workload
 was made. Pure: no torch.
 

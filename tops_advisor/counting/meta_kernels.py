@@ -2,10 +2,10 @@
 
 Counting runs every operator on tensors without values (meta or fake), so each operator's *meta kernel* (its
 shape function) runs instead of its CUDA kernel. A few meta kernels check more than shapes and refuse inputs
-the CUDA kernel takes. The counter (``_DispatchCounter``) asks :func:`lookup` before calling an operator; an
-operator listed here gets its output from the shape function below, which checks the shapes the CUDA kernel
-checks and nothing about dtypes. The cost is still the handle's (``handles.py``): this table only lets the
-forward pass go on.
+the CUDA kernel takes. The counter (``dispatch.OperatorCounter``) asks :func:`lookup` before calling an
+operator; an operator listed here gets its output from the shape function below, which checks the shapes the
+CUDA kernel checks and nothing about dtypes. The cost is still the handle's (``handles/``): this table only
+lets the forward pass go on.
 
 ``aten._grouped_mm`` (the grouped GEMM of mixture-of-experts layers; transformers 5.x calls it through
 ``torch.nn.functional.grouped_mm`` by default, ``transformers/integrations/moe.py``). Its meta kernel in torch

@@ -1,11 +1,11 @@
 """Lowering: turn the hardware-independent operator list into the kernels one software stack launches.
 
-The counter (``counter.py``) records what the model computes, operator by operator, plus a few facts about
-each call (:class:`OpFacts`: a convolution's bias, the query/key/value of an attention call, whether a copy
-copies an attention output) and its dataflow (:class:`Flow`). A lowering reads them and rewrites the list into
-what a given stack really runs. Pure: no torch, no hardware numbers; ``count_module`` applies one as an
-explicit step and the ``Workload`` names it (``Workload.lowering``). The lowerings, by
-:class:`tops_advisor.kinds.Lowering`:
+The counter (``counter.py``, each call through ``recording.py``) records what the model computes, operator
+by operator, plus a few facts about each call (:class:`OpFacts`: a convolution's bias, the query/key/value of
+an attention call, whether a copy copies an attention output) and its dataflow (:class:`Flow`). A lowering
+reads them and rewrites the list into what a given stack really runs. Pure: no torch, no hardware numbers;
+``count_module`` applies one as an explicit step and the ``Workload`` names it (``Workload.lowering``). The
+lowerings, by :class:`tops_advisor.kinds.Lowering`:
 
 - ``pytorch-cuda`` (:func:`lower_pytorch_cuda`, ``eager_cuda.py``): eager PyTorch on a CUDA GPU (cuDNN
   convolutions, fused SDPA kernels);
