@@ -7,16 +7,15 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from tests.paths import REPO
 from tops_advisor.cli import cli
 from tops_advisor.errors import InputError, ModelFileError, check_batch, with_location
 
-ROOT = Path(__file__).resolve().parent.parent
-SMALL = str(ROOT / "examples" / "small_cnn.py")
+SMALL = str(REPO / "examples" / "small_cnn.py")
 BATCH_LINE = "--batch must be a positive integer, got"
 
 
@@ -98,9 +97,9 @@ PROXIES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HF_HUB_OFFLI
 
 
 def test_a_hub_id_offline_fails_in_one_line():
-    env = {k: v for k, v in os.environ.items() if k not in PROXIES} | {"PYTHONPATH": str(ROOT), "HF_ENDPOINT": NO_HUB}
+    env = {k: v for k, v in os.environ.items() if k not in PROXIES} | {"PYTHONPATH": str(REPO), "HF_ENDPOINT": NO_HUB}
     r = subprocess.run([sys.executable, "-m", "tops_advisor", "count", "hf:nonexist/dir"], capture_output=True,
-                       text=True, env=env, cwd=ROOT, timeout=120)
+                       text=True, env=env, cwd=REPO, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     first = r.stderr.splitlines()[0]
     assert first.startswith("error: hf:nonexist/dir: not a local path, and the Hugging Face hub cannot be reached")

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.paths import FIXTURES
 from tops_advisor.catalog import load_catalog, shipped_catalog_dir
 from tops_advisor.cli import cli
 
-FIXTURES = Path(__file__).parent / "fixtures"
 REQUIRED_KEYS = {"id", "name", "memory_gb", "memory_bandwidth_gb_s", "tdp_w", "dense_tops", "sparse_tops", "sources"}
 
 

@@ -5,11 +5,11 @@ written by hand."""
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
+from tests.paths import REPO
 from tops_advisor.workload import GemmShape, OpRecord, Workload
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "reports" / "op_accuracy.py"
+SCRIPT = REPO / "benchmarks" / "reports" / "op_accuracy.py"
 
 
 def _load():

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import FIXTURES
 from tops_advisor.catalog import Catalog, load_catalog, load_hardware_file, shipped_catalog_dir
 from tops_advisor.catalog.schema import normalise_name
 from tops_advisor.errors import AmbiguousHardwareError, CatalogError, UnknownHardwareError
 
-FIXTURES = Path(__file__).parent / "fixtures"
 SHIPPED = shipped_catalog_dir()
 SHIPPED_FILES = sorted(SHIPPED.glob("*.toml"))
 

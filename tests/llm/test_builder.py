@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests.paths import HF_CONFIGS
 from tops_advisor.errors import InputError, LLMConfigError
 from tops_advisor.llm import build_workload, load_config, make_precision
 from tops_advisor.llm.builder import expected_experts_touched
@@ -154,9 +155,8 @@ def test_workload_predicts_on_the_roofline():
 
 # --- multi-head latent attention, per-layer windows, shared experts ------------------------------------------
 def _v2_lite():
-    from pathlib import Path
 
-    return load_config(Path(__file__).parent / "fixtures" / "hf_configs" / "deepseek-v2-lite.json")
+    return load_config(HF_CONFIGS / "deepseek-v2-lite.json")
 
 
 def test_mla_decode_attends_in_the_absorbed_form_over_the_latent_cache():
@@ -199,9 +199,8 @@ def test_dense_first_layer_and_shared_experts():
 
 
 def test_alternating_windows_cap_only_the_local_layers():
-    from pathlib import Path
 
-    cfg = load_config(Path(__file__).parent / "fixtures" / "hf_configs" / "gemma-2-9b.json")
+    cfg = load_config(HF_CONFIGS / "gemma-2-9b.json")
     w = build_workload(cfg, phase="decode", batch=1, context=6000)
     spans = [op.gemm.n for op in _ops(w, "scaled_dot_product_attention")]
     assert spans[:4] == [4096, 6001, 4096, 6001]

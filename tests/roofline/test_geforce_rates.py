@@ -7,16 +7,16 @@ Defaults are replaced with round numbers (``dataclasses.replace``) so no test de
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from tests.paths import REPO
 from tops_advisor.catalog import Hardware, load_hardware_file
 from tops_advisor.roofline.defaults import DEFAULTS
 from tops_advisor.roofline.device import device_perf, half_rate, matmul_fraction, shared_int32_fp32
 
-DB = Path(__file__).resolve().parent.parent / "hardware_db"
+DB = REPO / "hardware_db"
 ROUND = replace(DEFAULTS, half_rate_matmul_fraction=replace(DEFAULTS.half_rate_matmul_fraction, value=0.5),
                 shared_int32_fp32_matmul_fraction=replace(DEFAULTS.shared_int32_fp32_matmul_fraction, value=0.25))
 

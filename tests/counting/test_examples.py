@@ -4,15 +4,13 @@ and counting a 70B-parameter transformer on the meta device."""
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from tests.paths import EXAMPLES
 from tops_advisor.counting import count, load_model_file
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 # Published parameter counts: torchvision resnet50 25,557,032; Hugging Face bert-large-uncased BertModel
 # 335,141,888; gpt2 124,439,808; torchvision vit_b_16 86,567,656; torchvision mobilenet_v2 3,504,872;

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.paths import EXAMPLES, HF_CONFIGS
 from tops_advisor.errors import LLMConfigError
 from tops_advisor.llm import PRESETS, config_from_dict, load_config
 from tops_advisor.llm.presets import PUBLISHED_PARAMS
@@ -52,9 +53,8 @@ def test_gqa_and_defaults():
 
 
 def test_example_file_matches_preset(tmp_path):
-    from pathlib import Path
 
-    example = Path(__file__).parent.parent / "examples" / "llm" / "llama3-8b-config.json"
+    example = EXAMPLES / "llm" / "llama3-8b-config.json"
     assert load_config(example).params == load_config("llama3-8b").params
     d = tmp_path / "my-model"
     d.mkdir()
@@ -137,9 +137,8 @@ def test_qwen2_biases_q_k_v_but_not_o():
 
 
 def test_deepseek_v2_lite_params_by_hand():
-    from pathlib import Path
 
-    cfg = load_config(Path(__file__).parent / "fixtures" / "hf_configs" / "deepseek-v2-lite.json")
+    cfg = load_config(HF_CONFIGS / "deepseek-v2-lite.json")
     h, heads = 2048, 16
     attn = (h * heads * 192                 # q_proj (q_lora_rank null): 16 heads x (128 nope + 64 rope)
             + h * 576 + 512                 # kv_a_proj_with_mqa to 512 latent + 64 rotary key; its norm

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from tests.paths import REPO
 from tops_advisor.api import device_perf, load_catalog
 from tops_advisor.cli import cli
 from tops_advisor.errors import InputError
@@ -24,8 +24,6 @@ from tops_advisor.roofline.hosts import (
     with_host_scale,
 )
 from tops_advisor.workload import OpRecord, Workload
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _workload(n_ops: int, nbytes: float = 4096.0) -> Workload:
@@ -106,7 +104,7 @@ def test_cli_eager_host_profile_raises_the_eager_latency():
 
 # --- the scorer: leave-one-model-out -----------------------------------------------------------------------
 def _scorer():
-    spec = importlib.util.spec_from_file_location("published_score", ROOT / "benchmarks" / "reports" / "published_score.py")
+    spec = importlib.util.spec_from_file_location("published_score", REPO / "benchmarks" / "reports" / "published_score.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)

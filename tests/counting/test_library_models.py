@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.paths import EXAMPLES
 from tops_advisor.cli import cli
 from tops_advisor.counting import MASKS_ALL_ONES, count, load_model
 from tops_advisor.errors import CountingError, ModelFileError
 from tops_advisor.workload import NoteKind
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 H, LAYERS, HEADS, FFN, VOCAB = 64, 2, 4, 128, 1000
 

@@ -7,14 +7,13 @@ Expected numbers are derived by hand in comments (units x clock x ops per clock)
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import pytest
 
+from tests.paths import REPO
 from tops_advisor.catalog import Catalog, load_hardware_file
 from tops_advisor.errors import AmbiguousHardwareError, UnknownHardwareError
 
-REPO = Path(__file__).resolve().parent.parent
 DB = REPO / "hardware_db"
 
 GEFORCE = ("rtx-3090", "rtx-3090-ti", "rtx-4090", "rtx-5090")

@@ -17,11 +17,11 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+from tests.paths import REPO
 from tops_advisor.catalog import Catalog, shipped_catalog_dir
 from tops_advisor.cli import cli
 from tops_advisor.roofline import predict
 
-REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 ARTICLE_CARDS = ("rtx-3090", "rtx-3090-ti", "rtx-4090", "a100-sxm4-80gb", "jetson-agx-orin-64gb", "h100-sxm")
 

@@ -9,17 +9,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.paths import REPO
 from tops_advisor.api import load_catalog
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _scorer():
-    spec = importlib.util.spec_from_file_location("published_score", ROOT / "benchmarks" / "reports" / "published_score.py")
+    spec = importlib.util.spec_from_file_location("published_score", REPO / "benchmarks" / "reports" / "published_score.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
@@ -71,7 +69,7 @@ def test_library_models_are_workloads():
     assert ps.record_problems({**rec, "workload": "timm:"}, CARD_IDS)[0].startswith("bad library model 'timm:'")
     assert ps.record_problems({**rec, "workload": "keras:resnet50"}, CARD_IDS) == ["no model file 'keras:resnet50'"]
     assert ps.model_spec("timm:resnext101_32x4d") == "timm:resnext101_32x4d"   # counted by name, not as a path
-    assert ps.model_spec("examples/resnet50.py") == ROOT / "examples" / "resnet50.py"
+    assert ps.model_spec("examples/resnet50.py") == REPO / "examples" / "resnet50.py"
     assert ps.record_kind("timm:resnext101_32x4d") == "model"
 
 

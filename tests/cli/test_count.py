@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.paths import EXAMPLES
 from tops_advisor.cli import cli
 from tops_advisor.errors import one_line
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 GOOD = """
 import torch

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import make_hardware
+from tests.paths import HF_CONFIGS
 from tops_advisor.llm import kv_bytes_per_token, load_config, make_precision, memory_breakdown, weight_bytes
 from tops_advisor.llm.memory import (
     RUNTIME_RESERVE_BYTES,
@@ -90,11 +91,10 @@ def test_tensor_parallel_splits_weights_and_kv():
 
 
 def test_latent_cache_is_whole_on_every_rank_and_expert_widths_split():
-    from pathlib import Path
 
     from tops_advisor.llm.parallel import valid_tp_degrees
 
-    cfg = load_config(Path(__file__).parent / "fixtures" / "hf_configs" / "deepseek-v2-lite.json")
+    cfg = load_config(HF_CONFIGS / "deepseek-v2-lite.json")
     # MLA's latent is one shared "KV head": every rank keeps all 27 x 576 elements per token
     assert kv_bytes_per_token(cfg, BF16, tp=2) == kv_bytes_per_token(cfg, BF16) == 31_104
     # heads 16, dense 10944 = 2^6 x 171, experts 1408 = 2^7 x 11, shared 2816: 1, 2, 4, 8, 16 divide all

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.test_counting_handles import Fn
+from tests.counting.test_handles import Fn
 from tops_advisor.counting import count, count_module, load_model
 from tops_advisor.counting.handles import experts_hit
 from tops_advisor.counting.meta_kernels import grouped_mm as grouped_mm_shape

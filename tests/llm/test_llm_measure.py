@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+
+from tests.paths import REPO
 
 torch = pytest.importorskip("torch")
 
 from tops_advisor.llm import build_workload, config_from_dict  # noqa: E402
 
-SCRIPT = Path(__file__).parent.parent / "benchmarks" / "harness" / "llm_measure.py"
+SCRIPT = REPO / "benchmarks" / "harness" / "llm_measure.py"
 VIEWS = {"view", "transpose", "unsqueeze", "slice", "expand", "t", "reshape", "_unsafe_view", "alias", "select",
          "as_strided", "detach", "_reshape_alias"}
 

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 
 import pytest
 
+from tests.paths import HF_CONFIGS
 from tops_advisor.errors import LLMConfigError
 from tops_advisor.llm import config_from_dict, kv_bytes_per_token, load_config, make_precision, weight_bytes
 from tops_advisor.llm.families import DEFAULTS
 from tops_advisor.llm.memory import kv_cache_bytes
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs"
 BF16 = make_precision()
 PUBLISHED = ["llama-3-8b", "qwen2-7b", "mixtral-8x7b", "deepseek-v2-lite", "deepseek-v3", "gemma-2-9b",
              "phi-3-mini-4k-instruct"]
@@ -47,7 +46,7 @@ TINY = {
 
 
 def _raw(name: str) -> dict:
-    return json.loads((FIXTURES / f"{name}.json").read_text())
+    return json.loads((HF_CONFIGS / f"{name}.json").read_text())
 
 
 def _configs() -> list[tuple[str, dict]]:
@@ -135,7 +134,7 @@ def test_defaults_table_matches_the_config_classes(model_type):
 
 # --- without transformers -------------------------------------------------------------------------------
 def test_deepseek_v2_lite_weights_and_latent_kv_cache():
-    cfg = load_config(FIXTURES / "deepseek-v2-lite.json")
+    cfg = load_config(HF_CONFIGS / "deepseek-v2-lite.json")
     # published: 15.7B parameters; 15,706,484,224 x 2 bytes = 31.4 GB in bf16
     assert cfg.params == 15_706_484_224
     assert weight_bytes(cfg, BF16) / 1e9 == pytest.approx(31.41, abs=0.01)
@@ -146,17 +145,17 @@ def test_deepseek_v2_lite_weights_and_latent_kv_cache():
 
 
 def test_deepseek_v3_size_and_its_warnings():
-    cfg = load_config(FIXTURES / "deepseek-v3.json")
+    cfg = load_config(HF_CONFIGS / "deepseek-v3.json")
     assert cfg.params / 1e9 == pytest.approx(671.0, abs=0.1)          # model card: 671B (without MTP)
     assert cfg.active_params / 1e9 == pytest.approx(37.5, abs=0.1)    # model card: 37B activated
     text = " ".join(cfg.warnings)
     assert "quantization_config" in text and "num_nextn_predict_layers" in text
     with pytest.raises(LLMConfigError, match="refused under --strict, 2 warnings"):
-        load_config(FIXTURES / "deepseek-v3.json", strict=True)
+        load_config(HF_CONFIGS / "deepseek-v3.json", strict=True)
 
 
 def test_gemma2_ties_embeddings_and_alternates_local_and_global_layers():
-    cfg = load_config(FIXTURES / "gemma-2-9b.json")   # the file does not say tie_word_embeddings
+    cfg = load_config(HF_CONFIGS / "gemma-2-9b.json")   # the file does not say tie_word_embeddings
     assert cfg.tie_word_embeddings and cfg.norms_per_layer == 4
     assert weight_bytes(cfg, BF16) / 1e9 == pytest.approx(18.48, abs=0.01)  # 9,241,705,984 x 2
     assert cfg.full_attention_layers == tuple(range(1, 42, 2))  # layers 0, 2, ... are local
@@ -170,7 +169,7 @@ def test_phi3_window_caps_every_layer_and_says_so():
     from tops_advisor.catalog import load_catalog
     from tops_advisor.llm import analyze_llm
 
-    cfg = load_config(FIXTURES / "phi-3-mini-4k-instruct.json")
+    cfg = load_config(HF_CONFIGS / "phi-3-mini-4k-instruct.json")
     assert cfg.sliding_window == 2047 and cfg.windowed_layers == 32
     hw = load_catalog().get("h200-sxm")
     short = analyze_llm(cfg, hw, context=1000, find_crossover=False)
@@ -184,7 +183,7 @@ def test_recommend_llm_puts_deepseek_v2_lite_on_one_h200():
     from tops_advisor.catalog import load_catalog
     from tops_advisor.recommend import plan_llm
 
-    plan = plan_llm(load_config(FIXTURES / "deepseek-v2-lite.json"), load_catalog().get("h200-sxm"))
+    plan = plan_llm(load_config(HF_CONFIGS / "deepseek-v2-lite.json"), load_catalog().get("h200-sxm"))
     assert plan.devices == 1 and plan.meets_targets
 
 
@@ -242,7 +241,7 @@ def test_recommend_llm_json_carries_the_config_warnings(tmp_path):
 
 def test_a_multimodal_file_is_read_for_its_text_decoder():
     """Gemma-3-4B's config.json nests its decoder under text_config and leaves most sizes to the class."""
-    cfg = load_config(FIXTURES / "gemma-3-4b-it.json")
+    cfg = load_config(HF_CONFIGS / "gemma-3-4b-it.json")
     assert (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.vocab_size) == (8, 4, 256, 262208)
     assert cfg.full_attention_layers == (5, 11, 17, 23, 29) and cfg.sliding_window == 1024  # 1 global in 6
     assert cfg.tie_word_embeddings and cfg.qk_norm and cfg.norms_per_layer == 4
