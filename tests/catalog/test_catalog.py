@@ -179,7 +179,7 @@ def test_env_var_adds_a_directory(monkeypatch):
 @pytest.mark.parametrize("name,expected", [
     ("h200-sxm", "h200-sxm"), ("H200 SXM", "h200-sxm"),
     ("h200_sxm", "h200-sxm"), ("NVIDIA H200", "h200-sxm"), ("H200 NVL", "h200-nvl"), ("h100 nvl", "h100-nvl"),
-    ("H100 SXM5", "h100-sxm"), ("H100 PCIe", "h100-pcie"), ("v100", "v100-sxm2-32gb"), ("Tesla T4", "t4"),
+    ("H100 SXM", "h100-sxm"), ("H100 SXM5", "h100-sxm"), ("H100 PCIe", "h100-pcie"), ("v100", "v100-sxm2-32gb"), ("Tesla T4", "t4"),
     ("A100 SXM4", "a100-sxm4-80gb"), ("A100 40GB", "a100-pcie-40gb"), ("B200", "b200"), ("L40S", "l40s"),
 ])
 def test_alias_resolves(catalog, name, expected):

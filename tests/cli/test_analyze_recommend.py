@@ -141,3 +141,27 @@ def test_assumptions_about_precisions_not_used_are_left_out():
                                         "not measured, scaled by the median ratio 0.8: fp16, tf32"))
     assert relevant_assumptions(pred) == ["mode graph: CUDA graph replay, no host launch cost",
                                           "not measured, scaled by the median ratio 0.8: fp16"]
+
+
+# --- a batch below 1 or too large to fit, and hints ---------------------------------------------------------
+def test_the_cli_gives_the_same_line_as_the_api():
+    r = run("analyze", MODEL, "-H", "h200-sxm", "-b", "-4")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.stderr.splitlines()[0] == "error: --batch must be a positive integer, got -4"
+
+
+def test_analyze_refuses_a_batch_that_does_not_fit_in_one_line():
+    r = run("analyze", MODEL, "-H", "h200-sxm", "-b", "100000000000")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    line = r.stderr.splitlines()[0]
+    assert line.startswith("error: batch 100000000000 needs ") and "; h200-sxm has 141 GB; the largest batch" in line
+    assert "e+" not in line
+
+
+def test_recommend_hint_offers_only_options_not_taken():
+    r = run("recommend", MODEL, "--latency", "1ns", "--segment", "edge")
+    assert r.exit_code == 2
+    hint = next(line for line in r.stderr.splitlines() if line.startswith("hint:"))
+    assert "--mode graph" not in hint   # graph is already the mode
+    r = run("recommend", MODEL, "--latency", "1ns", "--mode", "eager", "--segment", "edge")
+    assert "--mode graph" in r.stderr

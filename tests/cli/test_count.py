@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from tests.paths import EXAMPLES
 from tops_advisor.cli import cli
-from tops_advisor.errors import one_line
+from tops_advisor.errors import one_line, with_location
 
 GOOD = """
 import torch
@@ -299,3 +299,60 @@ def test_a_forward_failure_is_one_line_and_debug_shows_the_models_frames(tmp_pat
     shown = "".join(traceback.format_exception(*r.exc_info))
     assert f'File "{model}", line 5, in forward' in shown
     assert "shapes do not match " * 30 in shown  # the whole message
+
+
+BAD_MODEL = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return torch.nn.functional.conv2d(y, torch.zeros(4, 3, 3, 3))
+
+
+def build_model():
+    return Net()
+
+
+def example_inputs(batch):
+    return (torch.randn(batch, 3, 32, 32),)
+'''
+
+
+def test_the_error_line_names_the_users_file_and_line(tmp_path):
+    model = write(tmp_path, BAD_MODEL, "mymodel.py")
+    r = run_cli("count", model)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    # line 12 of BAD_MODEL is the conv2d with 3 input channels on an 8-channel tensor
+    assert r.stderr.splitlines()[0] == (f"error: {model}:12: the forward pass failed on example_inputs(1): "
+                                        "RuntimeError: Invalid channel dimensions")
+
+
+def test_debug_shows_the_users_frames_first(tmp_path):
+    model = write(tmp_path, BAD_MODEL, "mymodel.py")
+    r = run_cli("--debug", "count", model)
+    assert r.exception is not None
+    lines = r.stderr.splitlines()
+    assert lines[0] == "in your code (outermost first):"
+    assert lines[1].startswith(f"  {model}:12, in forward: return torch.nn.functional.conv2d(")
+    assert lines[2] == "  RuntimeError: Invalid channel dimensions"
+
+
+def test_a_neighbour_module_that_raises_is_named(tmp_path):
+    (tmp_path / "layers.py").write_text("def broken(x):\n    raise ValueError('bad shape')\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import layers
+
+        layers.broken(1)
+    except ValueError as exc:
+        text = with_location(f"{tmp_path / 'm.py'}: the forward pass failed: ValueError: bad shape", exc)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("layers", None)
+    assert text.endswith(f"(raised at {tmp_path / 'layers.py'}:2, in broken)")

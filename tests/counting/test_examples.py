@@ -133,3 +133,22 @@ def test_small_llama_config_counts_on_real_tensors():
     # 16 * 17 / 2 = 136 pairs
     assert attention[0].flops == 2 * 2 * 3 * 4 * 16 * 136
     assert attention[0].bytes_read == (3 * 4 * 16 * 16 + 2 * 3 * 2 * 16 * 16) * 4
+
+
+def test_convnext_tiny_parameter_count_matches_the_paper():
+    model = load_model_file("examples/convnext_tiny.py").build(meta=True)
+    params = sum(p.numel() for p in model.parameters())
+    # by hand, widths (96, 192, 384, 768), depths (3, 3, 9, 3):
+    #   block(d) = dw 7x7 (49d + d) + LN (2d) + d->4d (4d^2 + 4d) + 4d->d (4d^2 + d) + gamma (d) = 8d^2 + 58d
+    #   stem = 3*96*16 + 96 (conv 4x4) + 2*96 (LN) = 4896
+    #   downsample(a->b) = LN (2a) + conv 2x2 (4ab + b)
+    #   head = LN (2*768) + 768*1000 + 1000
+    def block(d):
+        return 8 * d * d + 58 * d
+
+    expected = (4896 + 3 * block(96) + (2 * 96 + 4 * 96 * 192 + 192) + 3 * block(192)
+                + (2 * 192 + 4 * 192 * 384 + 384) + 9 * block(384) + (2 * 384 + 4 * 384 * 768 + 768)
+                + 3 * block(768) + 2 * 768 + 768 * 1000 + 1000)
+    assert params == expected == 28_589_128
+    # published: 28.6M (Liu et al. 2022, Table 1; torchvision lists 28,589,128): within 2%
+    assert abs(params - 28.6e6) / 28.6e6 < 0.02

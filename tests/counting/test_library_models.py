@@ -8,12 +8,16 @@ for the matrix work, and parameters against the library's own count.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from tests.paths import EXAMPLES
+from tests.paths import EXAMPLES, REPO
 from tops_advisor.cli import cli
 from tops_advisor.counting import MASKS_ALL_ONES, count, load_model
 from tops_advisor.errors import CountingError, ModelFileError
@@ -236,3 +240,65 @@ def test_autocast_disabled_region_stays_fp32_under_amp():
 
     ops = [o for o in count_module(Model(), torch.empty(2, 8, device="meta"), "amp").ops if o.kind == "matmul"]
     assert [o.dtype for o in ops] == ["fp16", "fp32"]
+
+
+# --- hf: specs that look like paths, and the hub when offline --------------------------------------------------
+
+def test_a_missing_path_fails_at_once_and_suggests_the_nearby_directory(tmp_path):
+    (tmp_path / "models" / "bert").mkdir(parents=True)
+    (tmp_path / "models" / "bert" / "config.json").write_text("{}")
+    with pytest.raises(ModelFileError) as info:
+        load_model(f"hf:{tmp_path}/modles/bert")
+    assert str(info.value) == f"hf:{tmp_path}/modles/bert: no such file or directory"
+    assert info.value.hint == f"did you mean: {tmp_path}/models/bert?"
+
+
+@pytest.mark.parametrize("spec", ["./nope", "nope/config.json", "a/b/c", "~/surely-not-here-xyz"])
+def test_specs_that_are_paths_say_no_such_file(spec):
+    with pytest.raises(ModelFileError, match="no such file or directory"):
+        load_model(f"hf:{spec}")
+
+
+# A hub that refuses connections (the discard port on this machine): offline, whether or not there is a network.
+NO_HUB = "http://127.0.0.1:9"
+PROXIES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HF_HUB_OFFLINE")
+
+
+def test_a_hub_id_offline_fails_in_one_line():
+    env = {k: v for k, v in os.environ.items() if k not in PROXIES} | {"PYTHONPATH": str(REPO), "HF_ENDPOINT": NO_HUB}
+    r = subprocess.run([sys.executable, "-m", "tops_advisor", "count", "hf:nonexist/dir"], capture_output=True,
+                       text=True, env=env, cwd=REPO, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    first = r.stderr.splitlines()[0]
+    assert first.startswith("error: hf:nonexist/dir: not a local path, and the Hugging Face hub cannot be reached")
+
+
+def test_a_hub_id_offline_fails_fast(monkeypatch):
+    # before, the hub client retried for 26 s on a machine without a network. Timed after transformers is
+    # imported, so that only the lookup counts.
+    pytest.importorskip("transformers")
+    for name in PROXIES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", NO_HUB)
+    start = time.monotonic()
+    with pytest.raises(ModelFileError, match="the Hugging Face hub cannot be reached"):
+        load_model("hf:nonexist/dir")
+    elapsed_s = time.monotonic() - start
+    assert elapsed_s < 5, elapsed_s
+
+
+def test_hf_hub_offline_is_honoured_without_a_connection(monkeypatch):
+    from tops_advisor.counting.library_models import _hub_unreachable
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert _hub_unreachable() == "HF_HUB_OFFLINE is set"
+
+
+def test_what_looks_like_a_path():
+    from tops_advisor.counting.library_models import looks_like_path
+
+    assert looks_like_path("./x") and looks_like_path("/x") and looks_like_path("~/x")
+    assert looks_like_path("x/config.json") and looks_like_path("a/b/c")
+    assert looks_like_path("examples/nothing-here")          # a separator under a directory that exists
+    assert not looks_like_path("nonexist/dir")                # ORG/NAME: a hub id
+    assert not looks_like_path("bert-base-uncased")

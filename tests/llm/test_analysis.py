@@ -160,3 +160,13 @@ def test_result_is_frozen_and_its_json_adds_human_units():
     assert isinstance(d["notes"], list) and d["prefill"]["latency_ms"] == pytest.approx(r.prefill.latency_s * 1e3)
     assert not {"layout", "precision", "requested", "memory", "request_latency_s"} & set(d)
     json.dumps(d)
+
+
+def test_the_llm_api_refuses_a_batch_and_context_below_one():
+    from tops_advisor.catalog import load_catalog
+    from tops_advisor.errors import TopsAdvisorError
+
+    cfg, hw = load_config("llama3-8b"), load_catalog().get("h200-sxm")
+    for kwargs in ({"batch": 0}, {"batch": -4}, {"context": 0}):
+        with pytest.raises(TopsAdvisorError, match="must be a positive"):
+            analyze_llm(cfg, hw, **kwargs)

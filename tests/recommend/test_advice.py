@@ -57,3 +57,28 @@ def test_does_not_fit_names_the_sizes():
     w = Workload("big", 1, "fp16", (), param_bytes=40e9)
     text = advise(predict(w, HW), HW)[0]
     assert text.startswith("does not fit: needs 41.0 GB, toy-gpu has 16 GB")
+
+
+# --- advice that does not contradict itself -----------------------------------------------------------------
+
+def _compute_bound(peak_scale: float):
+    """A compute-bound prediction on a small fp32 device (no faster precision to suggest, so no other rule
+    speaks), its peak scaled by ``peak_scale``: utilisation = attainable / (peak x scale)."""
+    hw = make_hardware(dense_tops={"fp32": 10}, sparse_tops={})
+    op = OpRecord("aten.mm", "matmul", "", 1e9, 1e4, 1e4, 0, "fp32", 1)
+    pred = predict(Workload("w", 1, "fp32", (op,)), hw)
+    return replace(pred, peak_ops_per_s=pred.peak_ops_per_s * peak_scale), hw
+
+
+def test_compute_bound_far_below_peak_says_what_limits_it():
+    pred, hw = _compute_bound(3.0)   # 78% of peak at scale 1: 26% at scale 3
+    assert pred.bound == "compute" and pred.utilisation < 0.3
+    text = advise(pred, hw)[-1]
+    assert "little to gain" not in text and "shapes allow" in text
+
+
+def test_little_to_gain_only_near_the_roof():
+    pred, hw = _compute_bound(1.0)   # 78% of peak
+    assert pred.utilisation > 0.6
+    assert advise(pred, hw)[-1] == f"near the roof: compute-bound at {pred.utilisation:.0%} of peak; little to " \
+                                   "gain from settings"

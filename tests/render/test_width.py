@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
+from tests.conftest import make_hardware
 from tops_advisor.accuracy import ErrorBand
 from tops_advisor.catalog import load_catalog
 from tops_advisor.llm import analyze_llm, build_workload, load_config
@@ -24,6 +25,7 @@ from tops_advisor.render import hardware_tables as r_hw
 from tops_advisor.render import recommend as r_rec
 from tops_advisor.render.console import NARROW_COLUMNS, PIPED_WIDTH_COLUMNS
 from tops_advisor.render.llm import render_llm
+from tops_advisor.render.tables import Name
 from tops_advisor.render.validate import render_validation
 from tops_advisor.roofline import predict
 from tops_advisor.scaling import retype
@@ -276,3 +278,17 @@ def test_console_width_policy():
     assert output_width(io.StringIO(), environ={"COLUMNS": "80"}) == 80
     assert output_width(io.StringIO(), environ={}) == PIPED_WIDTH_COLUMNS  # piped: not rich's 80
     assert output_width(io.StringIO(), environ={"COLUMNS": "zero"}) == PIPED_WIDTH_COLUMNS
+
+
+# --- names in tables ----------------------------------------------------------------------------------------
+
+def test_names_fold_after_their_separators():
+    assert Name("max_pool2d_with_indices").lines(20) == ["max_pool2d_with_", "indices"]
+    assert Name("layer1.0.downsample.1").lines(12) == ["layer1.0.", "downsample.1"]
+    assert Name("abcdefghij").lines(4) == ["abcd", "efgh", "ij"]   # one piece wider than the column
+
+
+def test_the_operator_column_keeps_whole_names_at_80_columns():
+    op = OpRecord("aten.max_pool2d_with_indices", "pool", "layer1.0.downsample.1", 1e6, 1e8, 1e7, 0, "fp16", 1)
+    pred = predict(Workload("w", 1, "fp16", (op,)), make_hardware())
+    assert "max_pool2d_with_indices" in rendered(lambda out: out.print(r_analyze.top_ops_table(pred, 1)), 80)
