@@ -15,6 +15,7 @@ import torch
 from tops_advisor.api import ModelCosts
 from tops_advisor.counting import count_module
 from tops_advisor.counting.capture import capture_state, captured_for
+from tops_advisor.counting.model_file import load_model_file
 from tops_advisor.workload import NoteKind
 
 MODEL_FILE = """
@@ -48,20 +49,6 @@ def _model_file(tmp_path, asks: bool) -> str:
     return str(path)
 
 
-class AsksAboutCapture(torch.nn.Module):
-    """Two linears eagerly; a third one only while captured."""
-
-    def __init__(self):
-        super().__init__()
-        self.a, self.b = torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)
-
-    def forward(self, x):
-        x = self.a(x)
-        if torch.cuda.is_current_stream_capturing():
-            x = self.b(x)
-        return x
-
-
 def test_capture_state_answers_and_restores():
     real = torch.cuda.is_current_stream_capturing
     with capture_state(True) as probe:
@@ -78,10 +65,11 @@ def test_modes_that_run_captured():
     assert captured_for("graph") and captured_for("compiled") and not captured_for("eager")
 
 
-def test_a_forward_that_asks_is_counted_on_the_captured_path():
+def test_a_forward_that_asks_is_counted_on_the_captured_path(tmp_path):
+    asks = load_model_file(_model_file(tmp_path, asks=True))   # one linear eagerly; a second only while captured
     x = torch.randn(4, 16)
-    eager = count_module(AsksAboutCapture(), x, "fp32")
-    captured = count_module(AsksAboutCapture(), x, "fp32", captured=True)
+    eager = count_module(asks.build(meta=False), x, "fp32")
+    captured = count_module(asks.build(meta=False), x, "fp32", captured=True)
     assert eager.capture_sensitive and captured.capture_sensitive
     assert captured.flops == pytest.approx(2 * eager.flops)
     assert captured.captured and not eager.captured

@@ -13,22 +13,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tests.counting.modules import as_module
 from tops_advisor.counting import count_module
 from tops_advisor.counting.handles import HANDLES, ZERO_COST, Cost, register
 from tops_advisor.errors import CountingError
 from tops_advisor.kinds import OpKind, Phase
 from tops_advisor.workload import OP_KINDS, GemmShape, OpRecord
-
-
-class Fn(nn.Module):
-    """Wrap a function of the inputs as a module."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 def only(w, name=None):
@@ -56,7 +46,7 @@ def test_linear_without_bias_on_3d_input_is_mm():
 
 
 def test_bmm_and_matmul():
-    op = only(count_module(Fn(torch.bmm), (torch.randn(3, 4, 5), torch.randn(3, 5, 6))))
+    op = only(count_module(as_module(torch.bmm), (torch.randn(3, 4, 5), torch.randn(3, 5, 6))))
     assert op.flops == 2 * 3 * 4 * 6 * 5 and op.gemm == GemmShape(4, 6, 5, 3)  # 720
 
 
@@ -143,7 +133,7 @@ def test_strided_convolution_input_is_copied_dense_first():
 @pytest.mark.parametrize("causal", [False, True])
 def test_sdpa_is_one_fused_op(causal):
     q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))
-    w = count_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)), (q, k, v))
+    w = count_module(as_module(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)), (q, k, v))
     op = only(w)  # no bmm, softmax or mask ops leak out of the math path
     assert op.name == "aten.scaled_dot_product_attention" and op.kind == "attention" and op.kernels == 1
     full = 2 * (2 * 4) * 16 * 16 * 8 * 2  # QK^T and PV: 2 * (b*h) * Lq * Lk * d each = 65536
@@ -160,13 +150,13 @@ def test_attention_output_transpose_reshape_is_free():
         y = F.scaled_dot_product_attention(q, q, q)
         return y.transpose(1, 2).reshape(2, 16, 32), y.view(8, 16, 8)  # both work as on a CPU
 
-    w = count_module(Fn(attend), torch.randn(2, 4, 16, 8))
+    w = count_module(as_module(attend), torch.randn(2, 4, 16, 8))
     assert [op.name for op in w.ops] == ["aten.scaled_dot_product_attention"]
 
 
 def test_sdpa_grouped_query_attention_reads_the_small_kv():
     q, k, v = torch.randn(1, 8, 16, 8), torch.randn(1, 2, 16, 8), torch.randn(1, 2, 16, 8)
-    fn = Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+    fn = as_module(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
     op = only(count_module(fn, (q, k, v)))
     assert op.flops == 2 * 8 * 16 * 16 * 8 * 2                           # query heads: 65536
     assert op.bytes_read == (8 + 2 + 2) * 16 * 8 * 4                     # 6144
@@ -175,7 +165,7 @@ def test_sdpa_grouped_query_attention_reads_the_small_kv():
 def test_sdpa_with_a_contiguous_mask_is_one_fused_kernel_that_reads_the_mask():
     q = torch.randn(1, 2, 4, 8)
     mask = torch.ones(4, 4, dtype=torch.bool)
-    op = only(count_module(Fn(lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m)), (q, mask)))
+    op = only(count_module(as_module(lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m)), (q, mask)))
     assert op.kind == "attention" and op.kernels == 1
     assert op.bytes_read == 3 * (2 * 4 * 8 * 4) + 16                     # Q, K, V (256 B each x 3) + bool mask
 
@@ -186,7 +176,7 @@ def test_sdpa_no_fused_kernel_takes_is_counted_kernel_by_kernel():
     # marker that keeps the attention call visible.
     q = torch.randn(1, 2, 4, 8)
     mask = torch.randn(1, 4, 4, 2).permute(0, 3, 1, 2)                   # (1, 2, 4, 4), stride(-1) == 2
-    w = count_module(Fn(lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m)), (q, mask))
+    w = count_module(as_module(lambda q, m: F.scaled_dot_product_attention(q, q, q, attn_mask=m)), (q, mask))
     names = [op.name for op in w.ops]
     marker = [op for op in w.ops if op.name == "aten.scaled_dot_product_attention"]
     assert len(marker) == 1 and marker[0].flops == 0 and marker[0].kernels == 0 and marker[0].kind == "attention"
@@ -200,7 +190,7 @@ def test_sdpa_no_fused_kernel_takes_is_counted_kernel_by_kernel():
 
 def test_sdpa_on_5d_inputs_runs_the_math_path_and_upcasts_fp16():
     q = torch.randn(1, 3, 2, 4, 8, dtype=torch.float16)                   # (batch, windows, heads, tokens, dim)
-    w = count_module(Fn(lambda q: F.scaled_dot_product_attention(q, q, q)), q, "fp16")
+    w = count_module(as_module(lambda q: F.scaled_dot_product_attention(q, q, q)), q, "fp16")
     assert {op.dtype for op in w.ops if op.name == "aten.bmm"} == {"fp32"}
 
 
@@ -223,13 +213,13 @@ def test_norms():
 
 
 def test_softmax_elementwise_and_reduction():
-    op = only(count_module(Fn(lambda x: x.softmax(-1)), torch.randn(4, 10)))
+    op = only(count_module(as_module(lambda x: x.softmax(-1)), torch.randn(4, 10)))
     assert op.kind == "softmax" and op.flops == 5 * 40
-    op = only(count_module(Fn(torch.relu), torch.randn(3, 4)))
+    op = only(count_module(as_module(torch.relu), torch.randn(3, 4)))
     assert op.flops == 12 and op.bytes_read == 48 and op.bytes_written == 48
-    op = only(count_module(Fn(lambda x: x * x), torch.randn(3, 4)))
+    op = only(count_module(as_module(lambda x: x * x), torch.randn(3, 4)))
     assert op.bytes_read == 48                                           # the same tensor is read once
-    op = only(count_module(Fn(lambda x: x.sum(-1)), torch.randn(3, 4)))
+    op = only(count_module(as_module(lambda x: x.sum(-1)), torch.randn(3, 4)))
     assert op.kind == "reduction" and op.flops == 12 and op.bytes_written == 12
 
 
@@ -247,7 +237,7 @@ def test_softmax_elementwise_and_reduction():
     (torch.tanh, 1),                               # one transcendental instruction
 ])
 def test_activations_count_the_arithmetic_of_their_formula(fn, ops_per_element):
-    op = only(count_module(Fn(fn), torch.randn(3, 4)))
+    op = only(count_module(as_module(fn), torch.randn(3, 4)))
     assert op.kind == "elementwise" and op.flops == ops_per_element * 12
 
 
@@ -271,9 +261,9 @@ def test_embedding_reads_rows_not_table():
 
 
 def test_cat_copy_and_upsample():
-    op = only(count_module(Fn(lambda a, b: torch.cat([a, b])), (torch.randn(2, 3), torch.randn(2, 3))))
+    op = only(count_module(as_module(lambda a, b: torch.cat([a, b])), (torch.randn(2, 3), torch.randn(2, 3))))
     assert op.kind == "copy" and op.bytes_read == 48 and op.bytes_written == 48
-    op = only(count_module(Fn(lambda x: x.t().contiguous()), torch.randn(3, 5)))
+    op = only(count_module(as_module(lambda x: x.t().contiguous()), torch.randn(3, 5)))
     assert op.name == "aten.clone" and op.bytes == 2 * 60                # a layout change materialises
     op = only(count_module(nn.Upsample(scale_factor=2), torch.randn(1, 2, 3, 3)))
     assert op.flops == 0 and op.bytes_read == 72 and op.bytes_written == 288  # 18 in, 72 out (fp32)
@@ -285,7 +275,7 @@ def test_views_cost_nothing():
     def views(x):
         return x.view(4, 6).t().unsqueeze(0).permute(0, 2, 1)[0].reshape(24)[2:10].squeeze()
 
-    w = count_module(Fn(views), torch.randn(2, 3, 4))
+    w = count_module(as_module(views), torch.randn(2, 3, 4))
     assert w.ops == () and w.flops == 0 and w.bytes == 0
 
 
@@ -324,7 +314,7 @@ def test_unknown_dtype_is_an_error():
 
 
 def test_unsupported_ops_are_listed_and_warned_never_silent():
-    fn = Fn(torch.special.bessel_j0)
+    fn = as_module(torch.special.bessel_j0)
     with pytest.warns(UserWarning, match="bessel_j0"):
         w = count_module(fn, torch.randn(3, 4))
     assert w.unsupported_ops == {"aten.special_bessel_j0": 1}
@@ -418,7 +408,7 @@ def test_fvcore_agrees_on_convolution_and_linear():
                                                         (torch.float32, 36, 0)])
 def test_half_attention_pads_head_dims_not_a_multiple_of_8(dtype, head_dim, pads):
     q, k, v = (torch.randn(2, 4, 16, head_dim, dtype=dtype, device="meta") for _ in range(3))
-    w = count_module(Fn(lambda q, k, v: F.scaled_dot_product_attention(q, k, v)), (q, k, v),
+    w = count_module(as_module(lambda q, k, v: F.scaled_dot_product_attention(q, k, v)), (q, k, v),
                      "fp16" if dtype == torch.float16 else "fp32")
     padding = [op for op in w.ops if op.name == "aten.constant_pad_nd"]
     assert len(padding) == pads and w.ops[-1].name == "aten.scaled_dot_product_attention"
@@ -461,7 +451,7 @@ def test_counter_and_llm_builder_count_the_same_operators_alike():
     from tops_advisor.llm import build_workload, load_config
 
     def counted(fn, *shapes):
-        return only(count_module(Fn(fn) if not isinstance(fn, nn.Module) else fn,
+        return only(count_module(as_module(fn) if not isinstance(fn, nn.Module) else fn,
                                  tuple(torch.randn(*s, device="meta") for s in shapes))).flops
 
     t, h = 16, 1600  # GPT-2 XL: layer norm, GELU (tanh), a fused qkv Linear with a bias, residual adds

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.counting.test_handles import Fn
+from tests.counting.modules import as_module
 from tops_advisor.counting import count, count_module, load_model
 from tops_advisor.counting.handles import experts_hit
 from tops_advisor.counting.meta_kernels import grouped_mm as grouped_mm_shape
@@ -64,7 +64,7 @@ def test_grouped_mm_formula(dtype):
     rows, k, n, experts = 12, 16, 8, 3
     a, b = torch.randn(rows, k), torch.randn(experts, k, n)
     offs = torch.tensor([4, 8, 12], dtype=torch.int32)
-    w = count_module(Fn(lambda a, b, offs: torch._grouped_mm(a, b, offs=offs)), (a, b, offs), dtype)
+    w = count_module(as_module(lambda a, b, offs: torch._grouped_mm(a, b, offs=offs)), (a, b, offs), dtype)
     (op,) = w.ops
     size = ITEMSIZE[dtype]
     hit = 3 * (1 - (2 / 3) ** 12)                                     # 2.9769 of 3 experts hit
@@ -85,7 +85,7 @@ def test_routing_operators():
         (lambda x, i, s: x.index_reduce(0, i, s, "amax"), (torch.zeros(8), ids, torch.rand(64)), 64),
     ]
     for fn, inputs, ops in cases:
-        w = count_module(Fn(fn), inputs, "fp32")
+        w = count_module(as_module(fn), inputs, "fp32")
         assert not w.unsupported_ops, w.unsupported_ops
         assert sum(op.flops for op in w.ops) == ops
 

@@ -30,11 +30,13 @@ def without_sustained(device: Hardware) -> Hardware:
     return device.model_copy(update={"sustained_clock_mhz": None, "citations": cites})
 
 
-def test_sustained_clock_needs_a_boost_clock():
-    data = hw("rtx-4090").model_dump()
+@pytest.mark.parametrize(("device_id", "clock"), [("rtx-4090", "sustained_clock_mhz"),
+                                                   ("rtx-5090", "burst_clock_mhz")])
+def test_a_sustained_or_burst_clock_needs_a_boost_clock(device_id, clock):
+    data = hw(device_id).model_dump()
     data["boost_clock_mhz"] = None
     data["citations"].pop("boost_clock_mhz")
-    with pytest.raises(ValidationError, match="sustained_clock_mhz is given but boost_clock_mhz is not"):
+    with pytest.raises(ValidationError, match=f"{clock} is given but boost_clock_mhz is not"):
         Hardware(**data)
 
 
@@ -70,14 +72,6 @@ def test_burst_clock_is_the_card_at_that_clock():
     fast, rated = device_perf(burst, defaults=ROUND), device_perf(device, defaults=ROUND)
     assert fast.matrix_ops_per_s["fp16"] == pytest.approx(rated.matrix_ops_per_s["fp16"] * burst.clock_scale)
     assert hw("h200-sxm").at_burst_clock() == hw("h200-sxm")   # none: the card itself
-
-
-def test_burst_clock_needs_a_boost_clock():
-    data = hw("rtx-5090").model_dump()
-    data["boost_clock_mhz"] = None
-    data["citations"].pop("boost_clock_mhz")
-    with pytest.raises(ValidationError, match="burst_clock_mhz is given but boost_clock_mhz is not"):
-        Hardware(**data)
 
 
 @pytest.mark.parametrize(("device_id", "precision", "expected"), [
