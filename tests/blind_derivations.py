@@ -1,8 +1,9 @@
 """Parameter and multiply-add counts of the blind examples, derived by hand layer by layer.
 
-Pure arithmetic, no torch: tests/test_blind_examples.py compares these numbers with the published figures
-(its DERIVATIONS table) and with what ``tops-advisor count`` finds (its CASES table). One section per blind
-round, in the order the rounds were written. FLOPs = 2 x MACs throughout: a multiply-add is two operations."""
+Pure arithmetic, no torch: tests/accuracy/test_blind_rounds.py compares these numbers with the published
+figures (its DERIVATIONS table) and with what ``tops-advisor count`` finds (its CASES table). One section per
+blind round, in the order the rounds were written. FLOPs = 2 x MACs throughout: a multiply-add is two
+operations."""
 
 from __future__ import annotations
 
