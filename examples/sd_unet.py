@@ -8,7 +8,7 @@ multipliers 1, 2, 4, 4 (320 / 640 / 1280 / 1280), two ResBlocks per level, a Spa
 1x1 conv in, self-attention, cross-attention to the 77x768 CLIP text context, GEGLU feed-forward, 1x1 conv
 out) after every ResBlock at the first three levels and in the middle, 8 heads, a 1280-wide timestep
 embedding. Attention is ``F.scaled_dot_product_attention``. Published: 859.52M parameters (the ldm log
-"DiffusionWrapper has 859.52 M params."); ``tests/test_article_examples.py`` checks the count.
+"DiffusionWrapper has 859.52 M params."); ``tests/accuracy/test_article_examples.py`` checks the count.
 
 What one image costs. ``example_inputs(batch_size)`` is one UNet call on ``batch_size`` latents. A 512x512
 image generated with 50 sampler steps (PLMS / DDIM, the SD 1.x default) and classifier-free guidance runs

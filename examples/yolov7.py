@@ -21,7 +21,7 @@ is our FLOPs, 2 per multiply-add), written out by hand:
 Parameter count: 36,905,341 as built here with ``fused=True`` (BN folded, RepConv fused: what the repo's
 deploy model and the published 36.9M count), 36,926,621 with BatchNorm left separate (the default: the
 operator sequence an unoptimised PyTorch forward runs). Both within 0.1% of 36.9M; 104.8 GFLOPs at
-640x640 (published 104.7); ``tests/test_article_examples.py`` checks both. The post-processing (box
+640x640 (published 104.7); ``tests/accuracy/test_article_examples.py`` checks both. The post-processing (box
 decoding, NMS) and the pre-processing (resize, letterbox, upload) are not part of the network and are not
 modelled.
 

@@ -1,8 +1,9 @@
 """Parameter and multiply-add counts of the blind examples, derived by hand layer by layer.
 
-Pure arithmetic, no torch: tests/test_blind_examples.py compares these numbers with the published figures
-(its DERIVATIONS table) and with what ``tops-advisor count`` finds (its CASES table). One section per blind
-round, in the order the rounds were written. FLOPs = 2 x MACs throughout: a multiply-add is two operations."""
+Pure arithmetic, no torch: tests/accuracy/test_blind_rounds.py compares these numbers with the published
+figures (its DERIVATIONS table) and with what ``tops-advisor count`` finds (its CASES table). One section per
+blind round, in the order the rounds were written. FLOPs = 2 x MACs throughout: a multiply-add is two
+operations."""
 
 from __future__ import annotations
 
@@ -368,15 +369,15 @@ def resnet50_params() -> int:
     return params + 2048 * 1000 + 1000
 
 
-def deeplabv3(size: int) -> tuple[int, int, int]:
-    """(parameters, multiply-adds per image, convolutions) of DeepLabV3-ResNet-50, output stride 8, at size x size.
-    Dilation and padding change no count: each output still sees the full 3x3 kernel."""
-    params = resnet50_params() - (2048 * 1000 + 1000)     # the backbone has no classifier
+def resnet50_backbone(size: int, strides: tuple[int, int, int, int]) -> tuple[int, int, list[tuple[int, int]]]:
+    """(multiply-adds, convolutions, [(channels, side) after each stage]) of ResNet-50's stem, max pool and four
+    bottleneck stages at size x size, each stage's first block at its stride (1 where a stage is dilated:
+    dilation and padding change no count)."""
     h = size // 2
     macs, convs = h * h * 3 * 64 * 49, 1                   # stem 7x7 stride 2
     h //= 2                                                # max pool
-    cin = 64
-    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 1), (512, 3, 1)):   # layer3/4 dilated
+    cin, levels = 64, []
+    for (width, blocks), stride in zip(((64, 3), (128, 4), (256, 6), (512, 3)), strides, strict=True):
         out = 4 * width
         for i in range(blocks):
             c = cin if i == 0 else out
@@ -384,10 +385,20 @@ def deeplabv3(size: int) -> tuple[int, int, int]:
             macs += h * h * c * width + h_out * h_out * (width * width * 9 + width * out)
             convs += 3
             if i == 0:
-                macs += h_out * h_out * c * out
+                macs += h_out * h_out * c * out            # the projection shortcut
                 convs += 1
             h = h_out
+        levels.append((out, h))
         cin = out
+    return macs, convs, levels
+
+
+def deeplabv3(size: int) -> tuple[int, int, int]:
+    """(parameters, multiply-adds per image, convolutions) of DeepLabV3-ResNet-50, output stride 8, at size x size.
+    Dilation and padding change no count: each output still sees the full 3x3 kernel."""
+    params = resnet50_params() - (2048 * 1000 + 1000)     # the backbone has no classifier
+    macs, convs, levels = resnet50_backbone(size, strides=(1, 2, 1, 1))   # layer3/4 dilated
+    h = levels[-1][1]
     assert h == size // 8
     params += (2048 * 256 + bn(256)                        # ASPP 1x1
                + 3 * (2048 * 256 * 9 + bn(256))            # ASPP 3x3, rates 12, 24, 36
@@ -501,23 +512,7 @@ def resnet50_fpn(size: int) -> tuple[int, int, int, int]:
     """(parameters, backbone multiply-adds, FPN multiply-adds, convolutions) of ResNet-50-FPN at size x size
     (a multiple of 32), all convolutions."""
     params = resnet50_params() - (2048 * 1000 + 1000)     # no classifier
-    h = size // 2
-    macs, convs = h * h * 3 * 64 * 49, 1                   # stem 7x7 stride 2
-    h //= 2                                                # max pool
-    cin, levels = 64, []
-    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
-        out = 4 * width
-        for i in range(blocks):
-            c = cin if i == 0 else out
-            h_out = h // stride if i == 0 else h
-            macs += h * h * c * width + h_out * h_out * (width * width * 9 + width * out)
-            convs += 3
-            if i == 0:
-                macs += h_out * h_out * c * out
-                convs += 1
-            h = h_out
-        levels.append((out, h))
-        cin = out
+    macs, convs, levels = resnet50_backbone(size, strides=(1, 2, 2, 2))
     params += sum(c * 256 + 256 + 256 * 256 * 9 + 256 for c, _ in levels)   # lateral 1x1 + output 3x3, biases
     fpn_macs = sum(h * h * (c * 256 + 256 * 256 * 9) for c, h in levels)
     return params, macs, fpn_macs, convs + 8

@@ -7,15 +7,14 @@ import functools
 import importlib.util
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 from click.testing import CliRunner
 from torch.utils.flop_counter import FlopCounterMode
 
+from tests.paths import EXAMPLES
 from tops_advisor.cli import cli
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MATRIX_KINDS = ("conv", "matmul", "attention")
 
 Shape = tuple[int, ...]

@@ -11,13 +11,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.paths import REPO
+
 try:
     import tomllib
 except ImportError:  # Python 3.10
     import tomli as tomllib
 
 PACKAGE = "tops_advisor"
-ROOT = Path(__file__).resolve().parent.parent / PACKAGE
+ROOT = REPO / PACKAGE
 
 # The lower layers (workload, catalog, roofline, LLM builder, recommender) and the higher ones they must never
 # reach, directly or through anything they import.

@@ -5,11 +5,11 @@ one), so a moved script or result cannot leave a citation pointing nowhere."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.paths import REPO
+
 # a path starts at "benchmarks/" (alone or after "../" in a relative link, not inside a longer path such as
 # /root/out/benchmarks/...) and ends on a name character, "*" or "/" (so a closing period or comma is not in it)
 CITED = re.compile(r"(?:(?<=\.\./)|(?<![\w/.-]))benchmarks/[\w.*/-]*[\w*/]")

@@ -18,7 +18,7 @@ SWEEP_ARGS=${SWEEP_ARGS:---precision bf16 fp8 fp16 tf32 int8 fp32 --precision-st
 timeout 260 python3 benchmarks/studies/gemm-sweep/gemm_sweep.py $SWEEP_ARGS --output "$OUT/sweep.json" 2>>"$OUT/log.txt" | tee -a "$OUT/log.txt"
 if [ -n "$GPU_TESTS" ]; then
   log gpu-tests
-  timeout 60 python3 -m pytest -q -p no:cacheprovider tests/test_probe_gpu.py 2>&1 | tail -15 | tee -a "$OUT/log.txt"
+  timeout 60 python3 -m pytest -q -p no:cacheprovider tests/probe/test_gpu.py 2>&1 | tail -15 | tee -a "$OUT/log.txt"
 fi
 log done
 python3 - "$OUT" <<'PY'

@@ -5,7 +5,7 @@ unless the file says otherwise, a Mistral file without ``sliding_window`` has a 
 ``transformers`` installed the file is completed by the model's own config class
 (``transformers.CONFIG_MAPPING[model_type](**raw).to_dict()``), which also adds the derived ``layer_types``.
 Without it, ``DEFAULTS`` below holds the same class defaults for the families this tool models, copied from
-transformers 5.24 ``models/<family>/configuration_<family>.py``; ``tests/test_llm_hf_configs.py`` compares
+transformers 5.24 ``models/<family>/configuration_<family>.py``; ``tests/llm/test_hf_configs.py`` compares
 every entry with the classes whenever transformers is installed, so the table cannot drift silently.
 
 Also here: which model types are encoders or encoder-decoders (refused with one line), which keys change
@@ -21,7 +21,7 @@ import warnings
 from ..errors import LLMConfigError
 
 # Families whose parameter count is checked against the transformers model built on the meta device
-# (tests/test_llm_hf_configs.py). Other model types are read as LLaMA-style decoders, with a warning.
+# (tests/llm/test_hf_configs.py). Other model types are read as LLaMA-style decoders, with a warning.
 CHECKED_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "gemma", "gemma2",
                     "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3", "gpt2")
 

@@ -7,7 +7,7 @@ Width, in this order:
 
 Rich on its own falls back to 80 columns whenever stdout is not a terminal, so ``tops-advisor ... > out.txt``
 would fold names a wider window shows whole. 120 columns is a choice, not a measurement: wide enough that every
-table here is laid out at its natural width (``tests/test_render_width.py`` checks each stays within it), and
+table here is laid out at its natural width (``tests/render/test_width.py`` checks each stays within it), and
 narrow enough to read in a side-by-side diff or a log viewer. Every table also fits 80 columns by folding names,
 never numbers (the same test).
 """

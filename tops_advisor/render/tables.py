@@ -1,6 +1,6 @@
 """The house table: light rules, no side borders, two spaces between columns; names fold, numbers never do.
 
-Every table fits an 80-column terminal (``tests/test_render_width.py``): a column of names (``name_column``) folds
+Every table fits an 80-column terminal (``tests/render/test_width.py``): a column of names (``name_column``) folds
 onto more lines when space runs short, after a '_', '.', '-', '/' or ':' (``Name``: 'max_pool2d_with_' over
 'indices', never 'max_pool2d_with_indice' over 's'); a column of numbers (``number_column``) keeps its width, so
 that rich never cuts a number to '12.…'.

@@ -1,0 +1,74 @@
+"""The accuracy bands (tops_advisor/accuracy.py): the model family, the bands summarised from measured rows, the
+shipped summary, and the band analyze reports (with and without blind rounds)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from tops_advisor.accuracy import describe, expected_error, model_family, summarise_rows
+from tops_advisor.cli import cli
+
+
+def run(args):
+    return CliRunner().invoke(cli, args)
+
+
+def test_model_family_from_op_kinds():
+    assert model_family(["conv", "norm", "matmul"]) == "cnn"
+    assert model_family(["matmul", "attention", "softmax"]) == "transformer"
+    assert model_family(SimpleNamespace(ops=[SimpleNamespace(kind="attention")])) == "transformer"
+
+
+def test_bands_summarise_and_look_up():
+    rows = [{"family": "cnn", "mode": "graph", "err_default": e, "err_calibrated": e / 2}
+            for e in (0.1, -0.2, 0.4)]
+    summary = summarise_rows(rows, "H200", "docs/accuracy.md")
+    band = expected_error("cnn", "graph", True, summary)
+    # calibrated errors 0.05, 0.1, 0.2: median 0.1, worst 0.2
+    assert band.median_abs_error == pytest.approx(0.1) and band.worst_abs_error == pytest.approx(0.2)
+    assert band.text == ("expected error on H200-class measurements: median 10%, worst 20% "
+                            "(CNNs, graph mode, calibrated; n=3)")
+    assert expected_error("transformer", "graph", True, summary) is None
+    assert "datasheet defaults" in describe(expected_error("cnn", "graph", False, summary))
+
+
+def test_shipped_summary_has_every_band():
+    from tops_advisor.accuracy import SUMMARY_PATH, load_summary
+
+    assert SUMMARY_PATH.is_file()
+    summary = load_summary()
+    for family in ("cnn", "transformer"):
+        for mode in ("graph", "eager"):
+            for calibrated in (False, True):
+                band = expected_error(family, mode, calibrated, summary)
+                assert band is not None and 0 <= band.median_abs_error <= band.worst_abs_error
+
+
+def test_analyze_carries_the_expected_error_band():
+    res = run(["analyze", "examples/small_cnn.py", "-H", "h200-sxm", "--mode", "eager", "--json"])
+    assert res.exit_code == 0, res.output
+    band = json.loads(res.stdout)["expected_error"]
+    # small_cnn has no attention operator: a CNN; eager mode; the shipped H200 calibration is used
+    assert (band["family"], band["mode"], band["calibrated"]) == ("cnn", "eager", True)
+    assert band["text"].startswith("expected error on H200-class measurements: median ")
+    res = run(["analyze", "examples/vit_b16.py", "-H", "h200-sxm", "--no-calibration"])
+    # the band is a bullet wrapped to the console's width: compare with the line breaks taken out
+    assert "(transformers, graph mode, datasheet defaults; n=" in " ".join(res.stdout.split())
+
+
+def test_a_band_without_blind_rounds_has_no_such_key_in_json():
+    from tops_advisor.render.json_units import band_json
+
+    summary = {"card_class": "H200", "bands": [{"family": "cnn", "mode": "graph", "calibrated": True,
+                                                "median_abs_error": 0.1, "worst_abs_error": 0.2, "n": 3}]}
+    band = expected_error("cnn", "graph", True, summary)
+    assert band.source == "report" and band.blind_rounds == ()
+    assert list(band_json(band)) == ["family", "mode", "calibrated", "median_abs_error", "worst_abs_error", "n",
+                                     "card", "text"]
+    rounds = {**summary, "blind_rounds": [{"median_abs_error": 0.2, "worst_abs_error": 0.7}]}
+    assert band_json(expected_error("cnn", "graph", True, rounds))["blind_rounds"] == [
+        {"median_abs_error": 0.2, "worst_abs_error": 0.7}]

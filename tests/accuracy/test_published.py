@@ -1,0 +1,226 @@
+"""The published-measurement dataset (benchmarks/published/*.json) and its scorer (benchmarks/reports/published_score.py).
+
+Every record must name a catalog card, a workload that exists (a model file, an LLM preset or a GEMM shape), a
+positive value and a pointer to the published row; every source must say where it comes from.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pytest
+
+from tests.paths import REPO
+from tops_advisor.api import load_catalog
+
+
+def _scorer():
+    spec = importlib.util.spec_from_file_location("published_score", REPO / "benchmarks" / "reports" / "published_score.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+ps = _scorer()
+SOURCES = ps.load_sources()
+RECORDS = [(doc["file"], i, rec) for doc in SOURCES for i, rec in enumerate(doc["records"])]
+CARD_IDS = {hw.id for hw in load_catalog()}
+
+
+def test_there_is_data_beyond_one_card():
+    assert len(SOURCES) >= 4
+    assert len({rec["card"] for _, _, rec in RECORDS}) >= 8
+    assert "h200-sxm" not in {rec["card"] for _, _, rec in RECORDS}  # the card the tool was fitted on
+
+
+@pytest.mark.parametrize("doc", SOURCES, ids=[d["file"] for d in SOURCES])
+def test_every_source_says_where_it_comes_from(doc):
+    assert ps.source_problems(doc) == []
+    assert doc["source"]["url"].startswith("https://")
+    assert isinstance(doc.get("notes", []), list)
+
+
+@pytest.mark.parametrize("file,index,rec", RECORDS, ids=[f"{f}#{i}" for f, i, _ in RECORDS])
+def test_every_record_validates(file, index, rec):
+    assert ps.record_problems(rec, CARD_IDS) == []
+
+
+def test_problems_are_reported():
+    bad = {"card": "h100-sxn", "workload": "examples/nope.py", "batch": 0, "precision": "fp16", "run": "jit",
+           "metric": "fps", "value": -1, "pointer": "x"}
+    problems = " | ".join(ps.record_problems(bad, CARD_IDS))
+    for part in ("unknown card 'h100-sxn'", "no model file", "unknown metric", "unknown run", "value must be",
+                 "batch must be"):
+        assert part in problems
+    assert ps.record_problems({"card": "t4"}, CARD_IDS)[0].startswith("missing ")
+    assert "clock must be 'sustained' or 'burst'" in " ".join(ps.record_problems({**bad, "clock": "max"}, CARD_IDS))
+    assert ps.record_problems({**bad, "workload": "llm:llama9"}, CARD_IDS)[1] == "unknown LLM preset 'llama9'"
+    assert "bad GEMM shape" in " ".join(ps.record_problems({**bad, "workload": "gemm:1x2"}, CARD_IDS))
+
+
+def test_library_models_are_workloads():
+    rec = {"card": "t4", "workload": "timm:resnext101_32x4d", "batch": 1, "precision": "fp32", "run": "eager",
+           "metric": "throughput_per_s", "value": 55, "pointer": "x"}
+    assert ps.record_problems(rec, CARD_IDS) == []
+    assert ps.record_problems({**rec, "workload": "torchvision:resnet18"}, CARD_IDS) == []
+    assert ps.record_problems({**rec, "workload": "timm:"}, CARD_IDS)[0].startswith("bad library model 'timm:'")
+    assert ps.record_problems({**rec, "workload": "keras:resnet50"}, CARD_IDS) == ["no model file 'keras:resnet50'"]
+    assert ps.model_spec("timm:resnext101_32x4d") == "timm:resnext101_32x4d"   # counted by name, not as a path
+    assert ps.model_spec("examples/resnet50.py") == REPO / "examples" / "resnet50.py"
+    assert ps.record_kind("timm:resnext101_32x4d") == "model"
+
+
+def test_measured_latency_conversions():
+    # 1024 x 1024 x 1024 at 2.147... TFLOPS: 2 * 1024^3 = 2.147e9 operations -> 1 ms
+    gemm = {"workload": "gemm:1024x1024x1024", "metric": "tflops", "value": 2 * 1024**3 / 1e9, "batch": 1}
+    assert ps.measured_latency_s(gemm) == pytest.approx(1e-3)
+    # 256 images at 1280 img/s -> 0.2 s per batch
+    assert ps.measured_latency_s({"metric": "throughput_per_s", "value": 1280, "batch": 256}) == pytest.approx(0.2)
+    # a 512-token prefill at 5120 tokens/s -> 0.1 s; a decode step at 100 tokens/s -> 10 ms
+    prefill = {"metric": "tokens_per_s", "value": 5120, "batch": 1, "phase": "prefill", "prompt": 512}
+    assert ps.measured_latency_s(prefill) == pytest.approx(0.1)
+    assert ps.measured_latency_s({"metric": "tokens_per_s", "value": 100, "batch": 1, "phase": "decode"}) == 0.01
+
+
+def test_runs_map_to_modes_and_flags():
+    assert ps.mode_and_flag("eager") == ("eager", "")
+    assert ps.mode_and_flag("cuda-graph") == ("graph", "")
+    assert ps.mode_and_flag("kernel") == ("graph", "")
+    assert ps.mode_and_flag("amp") == ("eager", "")   # --dtype amp predicts autocast
+    assert ps.mode_and_flag("engine")[1] == "mode not modelled (engine)"
+
+
+FIXTURE = {
+    "source": {"title": "fixture", "url": "https://example.org", "version": "1", "table": "t"},
+    "records": [
+        {"card": "h100-sxm", "workload": "gemm:4096x4096x4096", "batch": 1, "precision": "bf16", "run": "kernel",
+         "metric": "tflops", "value": 700.0, "pointer": "made up"},
+        {"card": "a100-sxm4-80gb", "workload": "llm:llama2-7b", "batch": 1, "precision": "bf16",
+         "run": "compiled", "metric": "tokens_per_s", "value": 100.0, "phase": "decode", "context": 128,
+         "tp": 1, "pointer": "made up"},
+    ],
+    "notes": [],
+}
+
+
+def test_scorer_runs_on_a_two_record_fixture(tmp_path, capsys):
+    (tmp_path / "fixture.json").write_text(json.dumps(FIXTURE))
+    rows = ps.score(ps.load_sources(tmp_path))
+    assert [r.card for r in rows] == ["h100-sxm", "a100-sxm4-80gb"]
+    assert all(r.predicted_s > 0 and r.measured_s > 0 for r in rows)
+    assert rows[0].flag == "" and rows[1].flag == "mode not modelled (compiled)"
+    summ = ps.summary(rows)
+    assert summ["overall"]["all"]["n"] == 2 and summ["overall"]["modelled runs"]["n"] == 1
+
+    assert ps.main(["--data", str(tmp_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["records"]) == 2 and set(out["summary"]["per_card"]) == {"h100-sxm", "a100-sxm4-80gb"}
+    assert ps.main(["--data", str(tmp_path), "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("| card | n |") and "| h100-sxm | 1 |" in md
+
+
+def _row(card, workload, error):
+    return ps.Scored(source="s.json", card=card, workload=workload, batch=1, precision="fp16", run="eager",
+                     detail="", measured_s=1.0, predicted_s=1.0 + error, flag="")
+
+
+def test_bands_document_groups_by_card_class_and_kind():
+    rows = [_row("t4", "examples/resnet50.py", e) for e in (0.1, -0.2, 0.3, 0.4)]
+    rows.append(_row("rtx-4090", "llm:llama2-7b", 0.5))
+    doc = ps.bands_document(rows, load_catalog())
+    assert doc["command"] == ps.BANDS_COMMAND
+    t4 = doc["cards"]["t4"]
+    assert t4["model"] == t4["all"] and t4["all"]["n"] == 4
+    assert t4["all"]["median_abs_error"] == pytest.approx(0.25) and t4["all"]["worst_abs_error"] == 0.4
+    assert doc["classes"]["Turing datacenter"]["all"]["n"] == 4
+    assert doc["classes"]["Ada Lovelace workstation"]["llm"]["n"] == 1
+    assert doc["all_cards"]["all"]["n"] == 5
+
+
+def test_card_band_uses_the_card_then_its_class_then_every_card():
+    from tops_advisor.accuracy import card_band, expected_error, llm_expected_error
+
+    cat = {hw.id: hw for hw in load_catalog()}
+    band = {"n": 5, "median_abs_error": 0.2, "worst_abs_error": 0.5, "median_error": 0.1}
+    few = {**band, "n": 2, "median_abs_error": 0.9}
+    cards = {"cards": {"t4": {"all": band, "model": band}, "rtx-4090": {"all": few}},
+             "classes": {"Ampere workstation": {"all": {**band, "median_abs_error": 0.3}}},
+             "all_cards": {"all": {**band, "n": 40, "median_abs_error": 0.4}}}
+    assert card_band(cat["t4"], cards=cards).basis == "t4"
+    assert card_band(cat["rtx-3090-ti"], cards=cards).median_abs_error == 0.3   # its class
+    assert card_band(cat["rtx-4090"], cards=cards).median_abs_error == 0.4      # 2 points: every card
+    assert "t4" in llm_expected_error(cat["t4"], False, cards).text
+    h200 = {"hardware": "h200-sxm", "card_class": "H200",
+            "bands": [{"family": "cnn", "mode": "graph", "calibrated": c, "median_abs_error": 0.1,
+                       "worst_abs_error": 0.3, "n": 9} for c in (False, True)]}
+    # datasheet-only on another card: that card's band; calibrated, or on the summary's own card: the H200's
+    assert expected_error("cnn", "graph", False, h200, hardware=cat["t4"], cards=cards).basis == "t4"
+    assert expected_error("cnn", "graph", True, h200, hardware=cat["t4"], cards=cards).card == "H200"
+    assert expected_error("cnn", "graph", False, h200, hardware=cat["h200-sxm"], cards=cards).card == "H200"
+
+
+def test_shipped_bands_name_their_command():
+    from tops_advisor.accuracy import CARDS_PATH
+
+    doc = json.loads(CARDS_PATH.read_text())
+    assert doc["command"] == ps.BANDS_COMMAND and doc["cards"] and doc["all_cards"]["all"]["n"] >= 100
+
+
+def test_card_band_prefers_the_same_kind_of_workload_over_the_same_card():
+    from tops_advisor.accuracy import card_band
+
+    rtx = {hw.id: hw for hw in load_catalog()}["rtx-3090"]
+    llm = {"n": 8, "median_abs_error": 0.05, "worst_abs_error": 0.2, "median_error": 0.0}
+    cnn = {"n": 70, "median_abs_error": 0.3, "worst_abs_error": 0.7, "median_error": 0.1}
+    cards = {"cards": {"rtx-3090": {"all": llm, "llm": llm}}, "classes": {}, "all_cards": {"all": cnn, "model": cnn}}
+    # a CNN on a card scored only on LLM runs: every card's CNN band, not the card's LLM band
+    assert card_band(rtx, "model", cards).basis == "all published cards"
+    assert card_band(rtx, "llm", cards).basis == "rtx-3090"
+
+
+def test_amp_rows_count_autocast_and_channels_last_runs_convolutions_as_gemms():
+    rec = {"card": "v100-sxm2-32gb", "workload": "examples/small_cnn.py", "batch": 8192, "precision": "fp16",
+           "run": "amp", "metric": "throughput_per_s", "value": 1.0}
+    predictor = ps.Predictor()
+    amp = predictor.latency_s(rec)
+    half = predictor.latency_s({**rec, "run": "eager"})
+    nhwc = predictor.latency_s({**rec, "layout": "channels_last"})
+    assert amp != half                  # autocast's casts and cuDNN batch norm, not model.half()
+    assert nhwc < amp                   # NHWC implicit GEMMs: no layout conversions, no convolution factor
+
+
+def test_compiled_and_amp_predictions_quote_their_blind_round_band():
+    from tops_advisor.accuracy import BLIND_PATH, blind_band, expected_error
+
+    doc = {"hardware": "h200-sxm", "bands": [
+        {"mode": "compiled", "dtype": "fp16", "calibrated": False, "round": "round X", "median_abs_error": 0.08,
+         "worst_abs_error": 0.66, "n": 20},
+        {"mode": "graph", "dtype": "amp", "calibrated": False, "round": "round X", "median_abs_error": 0.1,
+         "worst_abs_error": 0.5, "n": 20}]}
+    band = blind_band("compiled", "fp16", False, doc)
+    assert band.n == 20 and "round X" in band.text and "compiled mode" in band.text
+    assert blind_band("compiled", "fp16", True, doc) is None      # no calibrated band in this document
+    assert blind_band("eager", "amp", False, doc) is None
+    h200 = {hw.id: hw for hw in load_catalog()}["h200-sxm"]
+    summary = {"hardware": "h200-sxm", "card_class": "H200", "bands": [
+        {"family": "cnn", "mode": "graph", "calibrated": False, "median_abs_error": 0.1, "worst_abs_error": 0.3,
+         "n": 9}]}
+    assert expected_error("cnn", "graph", False, summary, hardware=h200).n == 9
+    # the shipped blind bands: compiled fp16 and AMP graph, from a round of at least 8 models at two batches
+    shipped = json.loads(BLIND_PATH.read_text())
+    assert expected_error("cnn", "compiled", False, summary, hardware=h200).n >= 16
+    assert expected_error("cnn", "graph", False, summary, hardware=h200, dtype="amp").mode == "graph"
+    assert {(b["mode"], b["dtype"]) for b in shipped["bands"]} >= {("compiled", "fp16"), ("graph", "amp")}
+
+
+def test_burst_records_are_scored_at_the_cards_burst_clock():
+    rec = {"card": "rtx-5090", "workload": "gemm:8192x8192x8192", "batch": 1, "precision": "fp16",
+           "run": "kernel", "metric": "tflops", "value": 200.0, "pointer": "x"}
+    predictor = ps.Predictor()
+    sustained, burst = predictor.latency_s(rec), predictor.latency_s({**rec, "clock": "burst"})
+    hw = predictor.catalog.get("rtx-5090")
+    assert sustained / burst == pytest.approx(hw.burst_clock_mhz / hw.boost_clock_mhz, rel=0.02)

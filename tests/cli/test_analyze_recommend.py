@@ -1,0 +1,167 @@
+"""analyze and recommend through the CLI: output shape and every bad input (one line, exit 2)."""
+
+from __future__ import annotations
+
+import io
+import json
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from tops_advisor.cli import cli
+
+MODEL = "examples/small_cnn.py"
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_analyze_json_has_the_promised_keys():
+    r = run("analyze", MODEL, "-H", "h200-sxm", "--batch", "8", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    for key in ("latency_ms", "throughput_per_s", "attainable_tops", "bound", "fits_memory", "memory_required_gb",
+                "ops", "advice", "calibrated"):
+        assert key in d
+    assert d["calibrated"] is True  # the shipped H200 calibration is picked up
+    assert d["throughput_per_s"] == pytest.approx(8 / (d["latency_ms"] / 1e3))
+    no_cal = json.loads(run("analyze", MODEL, "-H", "h200-sxm", "--batch", "8", "--json", "--no-calibration").stdout)
+    assert no_cal["calibrated"] is False
+
+
+def test_analyze_table_and_plot(tmp_path):
+    plot = tmp_path / "roof.png"
+    r = run("analyze", MODEL, "-H", "rtx4090", "--mode", "eager", "--plot", str(plot))
+    assert r.exit_code == 0, r.output
+    assert "Advice" in r.output and "eager" in r.output
+    assert plot.stat().st_size > 10_000
+
+
+def test_analyze_int8_derived_from_fp16_count():
+    fp16 = json.loads(run("analyze", MODEL, "-H", "h100-sxm", "--batch", "64", "--json").stdout)
+    int8 = json.loads(run("analyze", MODEL, "-H", "h100-sxm", "--batch", "64", "--dtype", "int8", "--json").stdout)
+    assert int8["bytes"] < fp16["bytes"] and int8["precision"] == "int8"
+
+
+@pytest.mark.parametrize("args, message", [
+    (("-H", "rtx-4009"), "unknown hardware 'rtx-4009'"),
+    (("-H", "a100"), "is ambiguous"),
+    (("-H", "h100"), "is ambiguous: it matches h100-nvl, h100-pcie, h100-sxm"),
+    (("-H", "h200"), "is ambiguous: it matches h200-nvl, h200-sxm"),
+    (("-H", "a100-pcie-40gb", "--dtype", "fp8"), "a100-pcie-40gb has no fp8 peak; it has"),
+    (("-H", "h200-sxm", "--dtype", "fp17"), "unknown dtype 'fp17'"),
+    (("-H", "h200-sxm", "--batch", "0"), "--batch must be a positive integer"),
+    (("-H", "h200-sxm", "--plot", "/nonexistent/dir/x.png"), "cannot write plot"),
+    (("-H", "h200-sxm", "--plot", "roof.txt"), "must end in .png, .svg or .pdf"),
+])
+def test_analyze_bad_input(args, message):
+    r = run("analyze", MODEL, *args)
+    assert r.exit_code == 2
+    assert message in r.output
+    assert "Traceback" not in r.output
+
+
+def test_analyze_invalid_calibration(tmp_path):
+    bad = tmp_path / "cal.json"
+    bad.write_text("{not json")
+    r = run("analyze", MODEL, "-H", "h200-sxm", "--calibration", str(bad))
+    assert r.exit_code == 2 and "is not valid JSON" in r.output
+
+
+def test_analyze_missing_model_file():
+    r = run("analyze", "nope.py", "-H", "h200-sxm")
+    assert r.exit_code == 2 and "nope.py" in r.output
+
+
+def test_recommend_json_and_rejections():
+    r = run("recommend", MODEL, "--latency", "1ms", "--segment", "edge", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["recommendations"] and {"hardware", "dtype", "batch", "latency_ms", "throughput_per_s", "bound",
+                                     "calibrated"} <= set(d["recommendations"][0])
+    assert all(x["latency_ms"] <= 1.0 for x in d["recommendations"])
+    assert {"hardware", "reason"} <= set(d["rejected"][0])
+    band = d["recommendations"][0]["expected_error"]
+    # edge devices are uncalibrated: the band of published measurements of that card or its class (accuracy.card_band)
+    assert band["family"] == "cnn" and band["mode"] == "graph" and band["text"].startswith("expected error")
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--latency", "10"), "needs a positive number with a unit"),
+    (("--latency", "-5ms"), "needs a positive number with a unit"),
+    (("--latency", "0ms"), "must be greater than zero"),
+    (("--latency", "10parsecs"), "unknown unit"),
+    (("--segment", "edg"), "unknown segment 'edg'"),
+    (("--latency", "1ns"), "no device meets the constraints"),
+    (("--max-power", "1W"), "no device left after filtering"),
+])
+def test_recommend_bad_input(args, message):
+    r = run("recommend", MODEL, *args)
+    assert r.exit_code == 2
+    assert message in r.output
+    assert "Traceback" not in r.output
+
+
+# --- progress on stderr, assumptions shown --------------------------------------------------------------
+def test_progress_is_silent_off_a_terminal_and_with_json():
+    from tops_advisor.render.progress import progress
+
+    stream = io.StringIO()
+    with progress("counting a model", stream=stream):
+        pass
+    with progress("counting a model", enabled=False, stream=stream):
+        pass
+    assert stream.getvalue() == ""
+    r = run("recommend", MODEL, "--latency", "100ms", "--top", "1", "--json")
+    assert r.exit_code == 0 and r.stderr == ""
+
+
+
+def test_progress_shows_on_a_terminal_and_clears_itself(monkeypatch):
+    from tops_advisor.render.progress import progress
+
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich: treat the stream as a terminal
+    stream = io.StringIO()
+    with progress("counting model.py at batch 1", stream=stream):
+        pass
+    shown = stream.getvalue()
+    assert "counting model.py at batch 1" in shown
+    assert shown.endswith("\x1b[2K")  # the line is erased at the end: nothing stays on the terminal
+
+
+
+def test_assumptions_about_precisions_not_used_are_left_out():
+    from tops_advisor.render.analyze import relevant_assumptions
+
+    pred = SimpleNamespace(ops=[SimpleNamespace(precision="fp16"), SimpleNamespace(precision="vector")],
+                           assumptions=("mode graph: CUDA graph replay, no host launch cost",
+                                        "not measured, scaled by the median measured/datasheet ratio 0.79: fp64",
+                                        "not measured, scaled by the median ratio 0.8: fp16, tf32"))
+    assert relevant_assumptions(pred) == ["mode graph: CUDA graph replay, no host launch cost",
+                                          "not measured, scaled by the median ratio 0.8: fp16"]
+
+
+# --- a batch below 1 or too large to fit, and hints ---------------------------------------------------------
+def test_the_cli_gives_the_same_line_as_the_api():
+    r = run("analyze", MODEL, "-H", "h200-sxm", "-b", "-4")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.stderr.splitlines()[0] == "error: --batch must be a positive integer, got -4"
+
+
+def test_analyze_refuses_a_batch_that_does_not_fit_in_one_line():
+    r = run("analyze", MODEL, "-H", "h200-sxm", "-b", "100000000000")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    line = r.stderr.splitlines()[0]
+    assert line.startswith("error: batch 100000000000 needs ") and "; h200-sxm has 141 GB; the largest batch" in line
+    assert "e+" not in line
+
+
+def test_recommend_hint_offers_only_options_not_taken():
+    r = run("recommend", MODEL, "--latency", "1ns", "--segment", "edge")
+    assert r.exit_code == 2
+    hint = next(line for line in r.stderr.splitlines() if line.startswith("hint:"))
+    assert "--mode graph" not in hint   # graph is already the mode
+    r = run("recommend", MODEL, "--latency", "1ns", "--mode", "eager", "--segment", "edge")
+    assert "--mode graph" in r.stderr

@@ -1,0 +1,150 @@
+"""Eager host profiles (tops_advisor/roofline/hosts.py): the fit, the host-bound rule, applying a profile, the
+CLI option, and the scorer's leave-one-model-out use of them (benchmarks/reports/published_score.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from tests.paths import REPO
+from tops_advisor.api import device_perf, load_catalog
+from tops_advisor.cli import cli
+from tops_advisor.errors import InputError
+from tops_advisor.roofline.defaults import DEFAULTS
+from tops_advisor.roofline.hosts import (
+    HOST_PROFILES,
+    EagerCase,
+    fit_host_scale,
+    get_host_profile,
+    host_bound,
+    host_perf,
+    with_host_scale,
+)
+from tops_advisor.workload import OpRecord, Workload
+
+
+def _workload(n_ops: int, nbytes: float = 4096.0) -> Workload:
+    """n_ops small elementwise operators: eager latency is host time."""
+    ops = tuple(OpRecord(name="aten.relu", kind="elementwise", module=f"m{i}", flops=nbytes / 4,
+                         bytes_read=nbytes, bytes_written=nbytes, param_bytes=0.0, dtype="fp16", kernels=1)
+                for i in range(n_ops))
+    return Workload(name=f"ew{n_ops}", batch=1, dtype="fp16", ops=ops, module_calls=n_ops + 1)
+
+
+@pytest.fixture(scope="module")
+def perf():
+    return device_perf(load_catalog().get("v100-sxm2-32gb"))
+
+
+def test_the_fit_recovers_the_scale_the_rows_were_made_with(perf):
+    cases = []
+    for n in (40, 150):
+        case = EagerCase(_workload(n), perf, measured_s=1.0)
+        case.measured_s = case.latency_s(2.3)   # host time 2.3x the reference host's
+        cases.append(case)
+    assert fit_host_scale(cases) == pytest.approx(2.3, rel=0.002)
+    # host-bound rows: latency proportional to the scale
+    assert cases[1].latency_s(4.0) == pytest.approx(2 * cases[1].latency_s(2.0), rel=0.01)
+
+
+def test_the_fit_needs_rows():
+    with pytest.raises(InputError):
+        fit_host_scale([])
+
+
+def test_a_row_is_host_bound_when_the_device_time_is_under_half_the_latency():
+    assert host_bound(device_s=4.9e-3, measured_s=10e-3)
+    assert not host_bound(device_s=5.1e-3, measured_s=10e-3)
+
+
+def test_a_profile_replaces_the_host_cost_and_scales_autocast_apart(perf):
+    profile = get_host_profile("DLE-PyTorch-21.03")
+    plain, amp = host_perf(perf, profile, "fp32"), host_perf(perf, profile, "amp")
+    assert plain.eager_op_s == pytest.approx(DEFAULTS.eager_op_s.value * profile.host_scale)
+    assert amp.eager_op_s == pytest.approx(plain.eager_op_s * profile.autocast_host_scale)
+    assert any("dle-pytorch-21.03" in a for a in plain.assumptions)
+    # the device side is untouched
+    assert plain.matrix_ops_per_s == perf.matrix_ops_per_s and plain.kind_floor_s == perf.kind_floor_s
+    assert host_perf(perf, HOST_PROFILES["reference"], "amp").eager_op_s == DEFAULTS.eager_op_s.value
+
+
+def test_every_profile_says_what_it_assumes_and_where_its_numbers_come_from():
+    for profile in HOST_PROFILES.values():
+        assert profile.assumes and profile.source
+        assert profile.host_scale > 0 and profile.autocast_host_scale > 0
+        if profile.host_scale != 1.0:
+            assert profile.fitted_from
+
+
+def test_bad_scales_and_names_are_input_errors(perf):
+    with pytest.raises(InputError):
+        with_host_scale(perf, 0.0)
+    with pytest.raises(InputError, match="known: reference"):
+        get_host_profile("dle-21.03")
+
+
+def test_cli_rejects_an_unknown_host_profile_in_one_line():
+    r = CliRunner().invoke(cli, ["analyze", "examples/small_cnn.py", "-H", "v100-sxm2-32gb", "--mode", "eager",
+                                 "--eager-host", "nope"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "unknown eager host profile 'nope'" in r.stderr
+
+
+def test_cli_eager_host_profile_raises_the_eager_latency():
+    args = ["analyze", "examples/small_cnn.py", "-H", "v100-sxm2-32gb", "--mode", "eager", "--json"]
+    import json
+    plain = json.loads(CliRunner().invoke(cli, args).stdout)
+    hosted = json.loads(CliRunner().invoke(cli, [*args, "--eager-host", "dle-pytorch-21.03"]).stdout)
+    assert hosted["host_time_ms"] == pytest.approx(plain["host_time_ms"] * HOST_PROFILES["dle-pytorch-21.03"]
+                                                   .host_scale, rel=0.05)
+
+
+# --- the scorer: leave-one-model-out -----------------------------------------------------------------------
+def _scorer():
+    spec = importlib.util.spec_from_file_location("published_score", REPO / "benchmarks" / "reports" / "published_score.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+ps = _scorer()
+
+
+def _rec(workload: str, run: str = "eager", env: str = "env-x") -> dict:
+    return {"card": "v100-sxm2-32gb", "workload": workload, "batch": 1, "precision": "fp32", "run": run,
+            "environment": env, "metric": "latency_ms", "value": 10.0, "pointer": "test"}
+
+
+def test_the_scale_for_a_model_is_fitted_without_that_model(monkeypatch):
+    pred = ps.Predictor.__new__(ps.Predictor)
+    pred._scales, pred.hosts = {}, True
+    seen = []
+    monkeypatch.setattr(pred, "_fit_scale", lambda env, exclude, autocast: seen.append((env, exclude, autocast)))
+    pred.host_scale(_rec("examples/a.py"))
+    pred.host_scale(_rec("examples/b.py", run="amp"))
+    pred.host_scale(_rec("examples/c.py", env=""))           # no environment: no profile
+    pred.host_scale(_rec("examples/c.py", run="cuda-graph"))  # not an eager run
+    assert seen == [("env-x", "examples/a.py", False), ("env-x", "examples/b.py", True)]
+
+
+def test_a_scale_needs_rows_of_two_other_models(monkeypatch):
+    pred = ps.Predictor.__new__(ps.Predictor)
+    monkeypatch.setattr(pred, "host_cases", lambda env, exclude, autocast: [("m1", None), ("m1", None)])
+    assert pred._fit_scale("env-x", "m0", False) is None
+
+
+def test_environment_names_are_checked():
+    rec = _rec("examples/resnet50.py", env=" ")
+    assert any("environment" in p for p in ps.record_problems(rec, {"v100-sxm2-32gb"}))
+    assert not ps.record_problems(_rec("examples/resnet50.py"), {"v100-sxm2-32gb"})
+
+
+def test_the_scorer_collects_only_eager_rows_of_named_environments():
+    pred = ps.Predictor.__new__(ps.Predictor)
+    docs = [{"records": [_rec("a"), _rec("b", run="amp"), _rec("c", run="cuda-graph"), _rec("d", env="")]}]
+    pred.set_environments(docs)
+    assert [r["workload"] for r in pred._environments["env-x"]] == ["a", "b"]
