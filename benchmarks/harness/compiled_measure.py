@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from tops_advisor.probe.kit import CudaBackend, capture_graph  # capture: 3 warm-up calls on a side stream first
+from tops_advisor.probe.kit import CudaBackend, capture_graph
 
 
 def build(spec: str):
