@@ -253,6 +253,18 @@ def _llm_section(llm: dict, path) -> list[str]:
     return lines
 
 
+def print_summary(ok: list[dict], bands: dict) -> None:
+    """The median errors per set and mode, then the bands, on stdout."""
+    for key, label in SETS:
+        for mode in ("graph", "eager"):
+            rs = [r for r in ok if r["set"] == key and r["mode"] == mode]
+            if rs:
+                print(f"{label}, {mode}: defaults {summary(rs, 'err_default')}; "
+                      f"calibrated {summary(rs, 'err_calibrated')}")
+    for b in bands["bands"]:
+        print(describe({**b, "card": bands["card_class"]}))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path, nargs="+", help="measurement files (measure_models.py or validate --json)")
@@ -305,14 +317,7 @@ def main() -> int:
         parity_plot(ok, args.plot, title=f"{hw.id}: predicted vs measured", highlight=held_out_new)
     if args.csv:
         args.csv.write_text(json.dumps(rows, indent=1))
-    for key, label in SETS:
-        for mode in ("graph", "eager"):
-            rs = [r for r in ok if r["set"] == key and r["mode"] == mode]
-            if rs:
-                print(f"{label}, {mode}: defaults {summary(rs, 'err_default')}; "
-                      f"calibrated {summary(rs, 'err_calibrated')}")
-    for b in bands["bands"]:
-        print(describe({**b, "card": bands["card_class"]}))
+    print_summary(ok, bands)
     return 0
 
 
