@@ -29,6 +29,18 @@ def split_heads(x: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
     return x.view(b, s, heads, head_dim).transpose(1, 2)
 
 
+class GeluMlp(nn.Module):
+    """``fc1`` -> GELU -> ``fc2``: the transformer feed-forward (BART, MLP-Mixer)."""
+
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
 class PostNormEncoderLayer(nn.Module):
     """A post-LN transformer encoder layer (BERT, DistilBERT, wav2vec 2.0 base): q/k/v and output projections
     with bias around ``F.scaled_dot_product_attention`` (``attn_mask``, where given, passed to it), then a
