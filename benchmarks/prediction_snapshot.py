@@ -135,10 +135,10 @@ def diff(before: Path, after: Path, rtol: float, common: bool = False) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    w = sub.add_parser("write")
+    w = sub.add_parser("write", help="write every prediction to a snapshot file")
     w.add_argument("out", type=Path)
     w.add_argument("--only", help="comma-separated example stems")
-    d = sub.add_parser("diff")
+    d = sub.add_parser("diff", help="list what changed between two snapshots")
     d.add_argument("before", type=Path)
     d.add_argument("after", type=Path)
     d.add_argument("--rtol", type=float, default=1e-9)

@@ -29,6 +29,67 @@ def split_heads(x: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
     return x.view(b, s, heads, head_dim).transpose(1, 2)
 
 
+class GeluMlp(nn.Module):
+    """``fc1`` -> GELU -> ``fc2``: the transformer feed-forward (BART, MLP-Mixer)."""
+
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class PostNormEncoderLayer(nn.Module):
+    """A post-LN transformer encoder layer (BERT, DistilBERT, wav2vec 2.0 base): q/k/v and output projections
+    with bias around ``F.scaled_dot_product_attention`` (``attn_mask``, where given, passed to it), then a
+    GELU feed-forward; a residual add and a LayerNorm after each of the two."""
+
+    def __init__(self, hidden: int, heads: int, ffn: int, eps: float = 1e-5):
+        super().__init__()
+        self.heads = heads
+        self.query, self.key, self.value = (nn.Linear(hidden, hidden) for _ in range(3))
+        self.attn_out = nn.Linear(hidden, hidden)
+        self.attn_norm = nn.LayerNorm(hidden, eps=eps)
+        self.intermediate = nn.Linear(hidden, ffn)
+        self.output = nn.Linear(ffn, hidden)
+        self.out_norm = nn.LayerNorm(hidden, eps=eps)
+
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+        b, s, hidden = x.shape
+
+        def heads(t: torch.Tensor) -> torch.Tensor:
+            return t.view(b, s, self.heads, hidden // self.heads).transpose(1, 2)
+
+        ctx = F.scaled_dot_product_attention(heads(self.query(x)), heads(self.key(x)), heads(self.value(x)),
+                                             attn_mask=attn_mask)
+        x = self.attn_norm(x + self.attn_out(ctx.transpose(1, 2).reshape(b, s, hidden)))
+        return self.out_norm(x + self.output(F.gelu(self.intermediate(x))))
+
+
+class MeanPoolClassifier(nn.Module):
+    """An image classifier's last steps: ``features``, a global average pool as a mean over height and width,
+    and ``classifier``. A subclass builds both and passes them to ``__init__``."""
+
+    def __init__(self, features: nn.Module, classifier: nn.Module):
+        super().__init__()
+        self.features = features
+        self.classifier = classifier
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.features(x).mean(dim=(2, 3))                  # global average pool
+        return self.classifier(x)
+
+
+class AdaptivePoolClassifier(MeanPoolClassifier):
+    """The same with the pool as torchvision writes it: ``adaptive_avg_pool2d`` to 1x1, then a flatten."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.adaptive_avg_pool2d(self.features(x), 1)
+        return self.classifier(torch.flatten(x, 1))
+
+
 class ResNetBottleneck(nn.Module):
     """torchvision's ResNet bottleneck (v1.5, stride on the 3x3): 1x1 -> 3x3 (``groups``) -> 1x1, BatchNorm after
     each, ReLU after the first two and after the residual add; a projection shortcut where the shape changes."""

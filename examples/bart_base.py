@@ -41,7 +41,7 @@ never used to check it.
 
 import torch
 import torch.nn.functional as F
-from _blocks import split_heads
+from _blocks import GeluMlp, split_heads
 from torch import nn
 
 VOCAB, D_MODEL, LAYERS, HEADS, FFN = 50265, 768, 6, 12, 3072
@@ -67,22 +67,12 @@ class Attention(nn.Module):
         return self.out_proj(y.transpose(1, 2).reshape(x.shape))
 
 
-class FeedForward(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(D_MODEL, FFN)
-        self.fc2 = nn.Linear(FFN, D_MODEL)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(F.gelu(self.fc1(x)))
-
-
 class EncoderLayer(nn.Module):
     def __init__(self):
         super().__init__()
         self.self_attn = Attention()
         self.self_attn_layer_norm = nn.LayerNorm(D_MODEL)
-        self.ffn = FeedForward()
+        self.ffn = GeluMlp(D_MODEL, FFN)
         self.final_layer_norm = nn.LayerNorm(D_MODEL)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -90,15 +80,13 @@ class EncoderLayer(nn.Module):
         return self.final_layer_norm(x + self.ffn(x))
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(EncoderLayer):
+    """The encoder layer with a cross-attention over the encoder's output between its two parts."""
+
     def __init__(self):
         super().__init__()
-        self.self_attn = Attention()
-        self.self_attn_layer_norm = nn.LayerNorm(D_MODEL)
         self.encoder_attn = Attention()
         self.encoder_attn_layer_norm = nn.LayerNorm(D_MODEL)
-        self.ffn = FeedForward()
-        self.final_layer_norm = nn.LayerNorm(D_MODEL)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
         x = self.self_attn_layer_norm(x + self.self_attn(x, causal=True))

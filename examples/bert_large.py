@@ -3,7 +3,7 @@ random weights: 335,141,888 parameters (Hugging Face ``BertModel`` for bert-larg
 Attention is ``F.scaled_dot_product_attention`` (one fused kernel on a GPU)."""
 
 import torch
-import torch.nn.functional as F
+from _blocks import PostNormEncoderLayer
 from torch import nn
 
 VOCAB, HIDDEN, LAYERS, HEADS, FFN, MAX_POSITIONS, SEQUENCE = 30522, 1024, 24, 16, 4096, 512, 128
@@ -24,32 +24,11 @@ class Embeddings(nn.Module):
         return self.norm(x)
 
 
-class EncoderLayer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.query, self.key, self.value = (nn.Linear(HIDDEN, HIDDEN) for _ in range(3))
-        self.attn_out = nn.Linear(HIDDEN, HIDDEN)
-        self.attn_norm = nn.LayerNorm(HIDDEN, eps=1e-12)
-        self.intermediate = nn.Linear(HIDDEN, FFN)
-        self.output = nn.Linear(FFN, HIDDEN)
-        self.out_norm = nn.LayerNorm(HIDDEN, eps=1e-12)
-
-    def forward(self, x):
-        b, s, _ = x.shape
-
-        def heads(t):
-            return t.view(b, s, HEADS, HIDDEN // HEADS).transpose(1, 2)
-
-        ctx = F.scaled_dot_product_attention(heads(self.query(x)), heads(self.key(x)), heads(self.value(x)))
-        x = self.attn_norm(x + self.attn_out(ctx.transpose(1, 2).reshape(b, s, HIDDEN)))
-        return self.out_norm(x + self.output(F.gelu(self.intermediate(x))))
-
-
 class BertLarge(nn.Module):
     def __init__(self):
         super().__init__()
         self.embeddings = Embeddings()
-        self.layers = nn.ModuleList(EncoderLayer() for _ in range(LAYERS))
+        self.layers = nn.ModuleList(PostNormEncoderLayer(HIDDEN, HEADS, FFN, eps=1e-12) for _ in range(LAYERS))
         self.pooler = nn.Linear(HIDDEN, HIDDEN)
 
     def forward(self, input_ids):

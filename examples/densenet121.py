@@ -15,6 +15,7 @@ never used to check it.
 """
 
 import torch
+from _blocks import MeanPoolClassifier
 from torch import nn
 
 GROWTH, BN_SIZE, STEM = 32, 4, 64
@@ -53,9 +54,8 @@ def transition(cin: int, cout: int) -> nn.Sequential:
                          nn.AvgPool2d(2, stride=2))
 
 
-class DenseNet(nn.Module):
+class DenseNet(MeanPoolClassifier):
     def __init__(self, blocks=BLOCKS, num_classes: int = 1000):
-        super().__init__()
         layers: list[nn.Module] = [nn.Conv2d(3, STEM, 7, 2, 3, bias=False), nn.BatchNorm2d(STEM),
                                    nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)]
         channels = STEM
@@ -66,12 +66,7 @@ class DenseNet(nn.Module):
                 layers.append(transition(channels, channels // 2))
                 channels //= 2
         layers += [nn.BatchNorm2d(channels), nn.ReLU(inplace=True)]
-        self.features = nn.Sequential(*layers)
-        self.classifier = nn.Linear(channels, num_classes)     # 1024 -> 1000
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.features(x).mean(dim=(2, 3))                  # global average pool
-        return self.classifier(x)
+        super().__init__(nn.Sequential(*layers), nn.Linear(channels, num_classes))  # 1024 -> 1000
 
 
 def build_model() -> nn.Module:

@@ -27,33 +27,11 @@ never used to check it.
 """
 
 import torch
-import torch.nn.functional as F
+from _blocks import PostNormEncoderLayer
 from torch import nn
 
 VOCAB, HIDDEN, LAYERS, HEADS, FFN, MAX_POSITIONS = 30522, 768, 6, 12, 3072, 512
 SEQUENCE, PADDING = 128, 32
-
-
-class TransformerLayer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.q_lin, self.k_lin, self.v_lin = (nn.Linear(HIDDEN, HIDDEN) for _ in range(3))
-        self.out_lin = nn.Linear(HIDDEN, HIDDEN)
-        self.sa_layer_norm = nn.LayerNorm(HIDDEN, eps=1e-12)
-        self.lin1 = nn.Linear(HIDDEN, FFN)
-        self.lin2 = nn.Linear(FFN, HIDDEN)
-        self.output_layer_norm = nn.LayerNorm(HIDDEN, eps=1e-12)
-
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor) -> torch.Tensor:
-        b, s, _ = x.shape
-
-        def heads(t: torch.Tensor) -> torch.Tensor:
-            return t.view(b, s, HEADS, HIDDEN // HEADS).transpose(1, 2)
-
-        ctx = F.scaled_dot_product_attention(heads(self.q_lin(x)), heads(self.k_lin(x)), heads(self.v_lin(x)),
-                                             attn_mask=attn_mask)
-        x = self.sa_layer_norm(x + self.out_lin(ctx.transpose(1, 2).reshape(b, s, HIDDEN)))
-        return self.output_layer_norm(x + self.lin2(F.gelu(self.lin1(x))))
 
 
 class DistilBert(nn.Module):
@@ -62,7 +40,7 @@ class DistilBert(nn.Module):
         self.word_embeddings = nn.Embedding(VOCAB, HIDDEN)
         self.position_embeddings = nn.Embedding(MAX_POSITIONS, HIDDEN)
         self.embedding_norm = nn.LayerNorm(HIDDEN, eps=1e-12)
-        self.layers = nn.ModuleList(TransformerLayer() for _ in range(LAYERS))
+        self.layers = nn.ModuleList(PostNormEncoderLayer(HIDDEN, HEADS, FFN, eps=1e-12) for _ in range(LAYERS))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)

@@ -13,6 +13,7 @@ never used to check it.
 """
 
 import torch
+from _blocks import MeanPoolClassifier
 from torch import nn
 
 # (expand ratio, kernel, stride, input channels, output channels, blocks), the paper's Table 1.
@@ -63,21 +64,15 @@ class MBConv(nn.Module):
         return x + self.block(x) if self.use_residual else self.block(x)
 
 
-class EfficientNet(nn.Module):
+class EfficientNet(MeanPoolClassifier):
     def __init__(self, stages=STAGES, head_channels: int = 1280, num_classes: int = 1000):
-        super().__init__()
         layers: list[nn.Module] = [conv_bn_act(3, stages[0][3], 3, stride=2)]
         for expand, kernel, stride, cin, cout, blocks in stages:
             layers.append(nn.Sequential(*(
                 MBConv(cin if b == 0 else cout, cout, kernel, stride if b == 0 else 1, expand)
                 for b in range(blocks))))
         layers.append(conv_bn_act(stages[-1][4], head_channels))
-        self.features = nn.Sequential(*layers)
-        self.classifier = nn.Linear(head_channels, num_classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.features(x).mean(dim=(2, 3))         # global average pool
-        return self.classifier(x)
+        super().__init__(nn.Sequential(*layers), nn.Linear(head_channels, num_classes))
 
 
 def build_model() -> nn.Module:

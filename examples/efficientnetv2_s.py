@@ -87,9 +87,8 @@ class MBConv(_blocks.Residual):
                          stride == 1 and in_channels == out_channels)
 
 
-class EfficientNetV2S(nn.Module):
+class EfficientNetV2S(_blocks.AdaptivePoolClassifier):
     def __init__(self, num_classes: int = 1000):
-        super().__init__()
         blocks = [ConvBNAct(3, STAGES[0][3], 3, stride=2)]
         for fused, expansion, stride, in_channels, out_channels, layers in STAGES:
             block = FusedMBConv if fused else MBConv
@@ -97,12 +96,7 @@ class EfficientNetV2S(nn.Module):
                 blocks.append(block(in_channels if i == 0 else out_channels, out_channels, expansion,
                                     stride if i == 0 else 1))
         blocks.append(ConvBNAct(STAGES[-1][4], LAST_CHANNELS, 1))
-        self.features = nn.Sequential(*blocks)
-        self.classifier = nn.Linear(LAST_CHANNELS, num_classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.adaptive_avg_pool2d(self.features(x), 1)
-        return self.classifier(torch.flatten(x, 1))
+        super().__init__(nn.Sequential(*blocks), nn.Linear(LAST_CHANNELS, num_classes))
 
 
 def build_model() -> nn.Module:

@@ -26,30 +26,20 @@ never used to check it.
 """
 
 import torch
-import torch.nn.functional as F
+from _blocks import GeluMlp
 from torch import nn
 
 IMAGE, PATCH, HIDDEN, LAYERS, TOKEN_MLP, CHANNEL_MLP = 224, 16, 768, 12, 384, 3072
 TOKENS = (IMAGE // PATCH) ** 2   # 196
 
 
-class Mlp(nn.Module):
-    def __init__(self, dim: int, hidden: int):
-        super().__init__()
-        self.fc1 = nn.Linear(dim, hidden)
-        self.fc2 = nn.Linear(hidden, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(F.gelu(self.fc1(x)))
-
-
 class MixerLayer(nn.Module):
     def __init__(self):
         super().__init__()
         self.norm1 = nn.LayerNorm(HIDDEN, eps=1e-6)
-        self.token_mixing = Mlp(TOKENS, TOKEN_MLP)
+        self.token_mixing = GeluMlp(TOKENS, TOKEN_MLP)
         self.norm2 = nn.LayerNorm(HIDDEN, eps=1e-6)
-        self.channel_mixing = Mlp(HIDDEN, CHANNEL_MLP)
+        self.channel_mixing = GeluMlp(HIDDEN, CHANNEL_MLP)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:              # (B, 196, 768)
         y = self.norm1(x).transpose(1, 2)                              # (B, 768, 196)

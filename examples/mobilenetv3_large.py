@@ -94,19 +94,14 @@ class InvertedResidual(_blocks.Residual):
         super().__init__(nn.Sequential(*layers), stride == 1 and in_channels == out_channels)
 
 
-class MobileNetV3Large(nn.Module):
+class MobileNetV3Large(_blocks.AdaptivePoolClassifier):
     def __init__(self, num_classes: int = 1000):
-        super().__init__()
         layers = [ConvBNAct(3, BLOCKS[0][0], 3, stride=2, act=nn.Hardswish)]
         layers += [InvertedResidual(*cfg) for cfg in BLOCKS]
         layers.append(ConvBNAct(BLOCKS[-1][3], LAST_CONV, 1, act=nn.Hardswish))
-        self.features = nn.Sequential(*layers)
-        self.classifier = nn.Sequential(nn.Linear(LAST_CONV, LAST_CHANNELS), nn.Hardswish(inplace=True),
-                                        nn.Dropout(p=0.2, inplace=True), nn.Linear(LAST_CHANNELS, num_classes))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.adaptive_avg_pool2d(self.features(x), 1)
-        return self.classifier(torch.flatten(x, 1))
+        super().__init__(nn.Sequential(*layers),
+                         nn.Sequential(nn.Linear(LAST_CONV, LAST_CHANNELS), nn.Hardswish(inplace=True),
+                                       nn.Dropout(p=0.2, inplace=True), nn.Linear(LAST_CHANNELS, num_classes)))
 
 
 def build_model() -> nn.Module:

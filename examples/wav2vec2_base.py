@@ -38,6 +38,7 @@ never used to check it.
 
 import torch
 import torch.nn.functional as F
+from _blocks import PostNormEncoderLayer
 from torch import nn
 
 SAMPLE_RATE, CHANNELS, HIDDEN, LAYERS, HEADS, FFN = 16_000, 512, 768, 12, 12, 3072
@@ -73,27 +74,6 @@ class PositionalConvEmbedding(nn.Module):
         return F.gelu(y).transpose(1, 2)
 
 
-class EncoderLayer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.q_proj, self.k_proj, self.v_proj = (nn.Linear(HIDDEN, HIDDEN) for _ in range(3))
-        self.out_proj = nn.Linear(HIDDEN, HIDDEN)
-        self.layer_norm = nn.LayerNorm(HIDDEN)
-        self.intermediate_dense = nn.Linear(HIDDEN, FFN)
-        self.output_dense = nn.Linear(FFN, HIDDEN)
-        self.final_layer_norm = nn.LayerNorm(HIDDEN)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, s, _ = x.shape
-
-        def heads(t: torch.Tensor) -> torch.Tensor:
-            return t.view(b, s, HEADS, HIDDEN // HEADS).transpose(1, 2)
-
-        ctx = F.scaled_dot_product_attention(heads(self.q_proj(x)), heads(self.k_proj(x)), heads(self.v_proj(x)))
-        x = self.layer_norm(x + self.out_proj(ctx.transpose(1, 2).reshape(b, s, HIDDEN)))
-        return self.final_layer_norm(x + self.output_dense(F.gelu(self.intermediate_dense(x))))
-
-
 class Wav2Vec2Base(nn.Module):
     def __init__(self):
         super().__init__()
@@ -102,7 +82,7 @@ class Wav2Vec2Base(nn.Module):
         self.projection = nn.Linear(CHANNELS, HIDDEN)
         self.pos_conv_embed = PositionalConvEmbedding()
         self.encoder_norm = nn.LayerNorm(HIDDEN)
-        self.layers = nn.ModuleList(EncoderLayer() for _ in range(LAYERS))
+        self.layers = nn.ModuleList(PostNormEncoderLayer(HIDDEN, HEADS, FFN) for _ in range(LAYERS))
 
     def forward(self, audio: torch.Tensor) -> torch.Tensor:
         x = self.feature_extractor(audio).transpose(1, 2)     # (batch, frames, 512)

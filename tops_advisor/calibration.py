@@ -7,7 +7,6 @@ prediction: ``find_calibration`` warns and ignores it.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
 from .errors import CalibrationError, TopsAdvisorError
+from .jsonfile import read_json
 
 SCHEMA_VERSION = 1
 
@@ -195,14 +195,7 @@ class Calibration(BaseModel):
 def load_calibration(path: Path | str) -> Calibration:
     """Read and validate a calibration file; errors name the file and the field."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CalibrationError(f"calibration file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CalibrationError(f"calibration file {path} cannot be read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise CalibrationError(f"calibration file {path} is not valid JSON: {exc}") from None
+    data = read_json(path, "calibration file", CalibrationError)
     try:
         return Calibration.model_validate(data)
     except ValidationError as exc:

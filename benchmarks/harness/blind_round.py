@@ -191,13 +191,13 @@ def markdown(rows: list[dict], summ: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="step", required=True)
-    p = sub.add_parser("predict")
+    p = sub.add_parser("predict", help="predict every case of a round before any measurement")
     p.add_argument("--models-file", required=True)
     p.add_argument("--batches", default="1,8,32,128")
     p.add_argument("--dtype", default="fp16")
     p.add_argument("--compiled", action="store_true", help="also predict --mode compiled")
     p.add_argument("--out", required=True)
-    s = sub.add_parser("score")
+    s = sub.add_parser("score", help="score committed predictions against measurements")
     s.add_argument("predictions")
     s.add_argument("measured", nargs="+", help="measure_models.py results; several are merged per (model, "
                                                "batch, dtype), the first file giving a mode's time wins")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from tops_advisor.probe.kit import capture_graph  # 3 warm-up calls on a side stream, then capture
+from tops_advisor.probe.kit import CudaBackend, capture_graph
 
 
 def build(spec: str):
@@ -59,19 +59,10 @@ def build(spec: str):
 
 
 def time_fn(fn, repeats: int, warmup: int = 5) -> tuple[float, float, float]:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    times.sort()
-    return times[len(times) // 2], times[0], times[-1]
+    """Median, best and worst seconds per call: the measuring kit's timer (CUDA events, the device
+    synchronised after each call, no cache flush)."""
+    t = CudaBackend().time(fn, warmup=warmup, repeats=repeats, flush=False, sync_each=True)
+    return t.median_s, t.min_s, t.max_s
 
 
 def kernels(fn) -> list[tuple[str, float]]:

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
 LLAMA3_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
@@ -42,12 +43,21 @@ TINY = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "nu
 
 # --- the model, as plain tensors --------------------------------------------------------------------------
 class Decoder:
-    def __init__(self, cfg: dict, device: torch.device, dtype=torch.bfloat16, seed: int = 0):
-        g = torch.Generator(device=device).manual_seed(seed)
-        self.cfg, self.device, self.dtype = cfg, device, dtype
+    """The decoder as plain tensors. ``tp`` > 1: one rank's shard, split the Megatron way as
+    ``tops_advisor.llm.parallel`` costs it (1/tp of the query and KV heads, of the MLP intermediate size
+    and of the output head's vocabulary; the embedding replicated, the logits not gathered), with one
+    all-reduce after the attention output projection and one after the MLP down projection
+    (``llm_tp_measure.py``)."""
+
+    def __init__(self, cfg: dict, device: torch.device, dtype=torch.bfloat16, seed: int = 0, tp: int = 1,
+                 rank: int = 0):
         h, i, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
-        self.heads, self.kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
-        self.d = h // self.heads
+        heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+        if heads % tp or kv % tp or i % tp:
+            raise SystemExit(f"--tp {tp} does not divide {heads} heads, {kv} KV heads and intermediate {i}")
+        g = torch.Generator(device=device).manual_seed(seed + rank)
+        self.cfg, self.device, self.dtype, self.tp = cfg, device, dtype, tp
+        self.heads, self.kv_heads, self.d = heads // tp, kv // tp, h // heads
         self.eps = cfg["rms_norm_eps"]
 
         def w(*shape):
@@ -59,9 +69,9 @@ class Decoder:
             self.layers.append({
                 "ln1": torch.ones(h, device=device, dtype=dtype), "ln2": torch.ones(h, device=device, dtype=dtype),
                 "q": w(self.heads * self.d, h), "k": w(self.kv_heads * self.d, h), "v": w(self.kv_heads * self.d, h),
-                "o": w(h, self.heads * self.d), "gate": w(i, h), "up": w(i, h), "down": w(h, i)})
+                "o": w(h, self.heads * self.d), "gate": w(i // tp, h), "up": w(i // tp, h), "down": w(h, i // tp)})
         self.norm = torch.ones(h, device=device, dtype=dtype)
-        self.lm_head = w(v, h)
+        self.lm_head = w(-(-v // tp), h)  # column-parallel output head
         self.inv_freq = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, self.d, 2, device=device).float() / self.d))
         self.caches: list[tuple[torch.Tensor, torch.Tensor]] = []
         self.gqa_path = ""
@@ -104,6 +114,7 @@ class Decoder:
         x = F.embedding(tokens, self.embed)
         cos, sin = self.cos_sin(positions)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        reduce = self.tp > 1  # the row-parallel products' partial sums
         for layer, (k_cache, v_cache) in zip(self.layers, self.caches, strict=True):
             r = x
             x = self.rms_norm(x, layer["ln1"])
@@ -119,10 +130,15 @@ class Decoder:
                 o = o.reshape(b, 1, self.heads * self.d)
             else:
                 o = self._causal(q, k, v).transpose(1, 2).reshape(b, s, self.heads * self.d)
-            x = r + F.linear(o, layer["o"])
+            o = F.linear(o, layer["o"])
+            if reduce:
+                dist.all_reduce(o)
+            x = r + o
             r = x
             x = self.rms_norm(x, layer["ln2"])
             x = F.linear(F.silu(F.linear(x, layer["gate"])) * F.linear(x, layer["up"]), layer["down"])
+            if reduce:
+                dist.all_reduce(x)
             x = r + x
         x = self.rms_norm(x, self.norm)
         return F.linear(x[:, -1:, :], self.lm_head)
@@ -211,7 +227,63 @@ class Predictor:
                 "flops": w.flops, "bytes": w.bytes}
 
 
-# --- main -------------------------------------------------------------------------------------------------
+# --- the measured points -------------------------------------------------------------------------------
+def decode_points(model: Decoder, batches: list[int], contexts: list[int], modes: list[str],
+                  device: torch.device, on_capture_error=None):
+    """Yield (batch, context, mode, fn) under inference mode: fn runs one decode step of ``model`` at that
+    point, replayed as a CUDA graph (mode ``graph``) or called eagerly. The cache is allocated per batch, for
+    the longest context. ``on_capture_error(exc)``: where given, a graph capture that raises a RuntimeError is
+    reported to it and the point skipped."""
+    for b in batches:
+        model.allocate_cache(b, max(contexts) + 1)
+        tokens = torch.randint(0, model.cfg["vocab_size"], (b, 1), device=device)
+        for c in contexts:
+            positions = torch.full((b, 1), c, device=device, dtype=torch.long)
+
+            def step(tokens=tokens, positions=positions, c=c):
+                return model.forward(tokens, positions, c)
+
+            with torch.inference_mode():
+                for mode in modes:
+                    try:
+                        fn = graphed(step, device) if mode == "graph" else step
+                    except RuntimeError as exc:
+                        if on_capture_error is None:
+                            raise
+                        on_capture_error(exc)
+                        continue
+                    yield b, c, mode, fn
+                    del fn
+        model.caches = []
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def point_lists(args: argparse.Namespace,
+                tiny_contexts: str = "64,128") -> tuple[list[int], list[int], list[str]]:
+    """Decode batches, contexts and modes from --batches, --contexts and --modes, or their defaults (--tiny's
+    smaller ones)."""
+    batches = [int(x) for x in (args.batches or ("1,4" if args.tiny else "1,4,16,64")).split(",")]
+    contexts = [int(x) for x in (args.contexts or (tiny_contexts if args.tiny else "1024,4096")).split(",")]
+    return batches, contexts, [m for m in args.modes.split(",") if m]
+
+
+def add_point_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options both measuring scripts take: the points, the runs and the prediction's device."""
+    ap.add_argument("--batches", default=None, help="Decode batches, e.g. 1,4,16,64.")
+    ap.add_argument("--contexts", default=None, help="Decode contexts, e.g. 1024,4096.")
+    ap.add_argument("--modes", default="graph,eager", help="graph and/or eager (graph: GPU only).")
+    ap.add_argument("--iters", type=int, default=None, help="Timed runs per point (default 30 GPU, 5 CPU).")
+    ap.add_argument("--hardware", default="h200-sxm", help="Catalog id to predict on (default h200-sxm).")
+
+
+def stats(ts: list[float]) -> dict:
+    """Median, best and 90th percentile of per-call seconds, in ms."""
+    ts = sorted(ts)
+    return {"median_ms": statistics.median(ts) * 1e3, "min_ms": ts[0] * 1e3,
+            "p90_ms": ts[min(len(ts) - 1, math.ceil(0.9 * len(ts)) - 1)] * 1e3, "iters": len(ts)}
+
+
 def environment(device: torch.device) -> dict:
     env = {"python": platform.python_version(), "torch": torch.__version__, "host": socket.gethostname(),
            "platform": platform.platform(), "device": str(device)}
@@ -224,32 +296,76 @@ def environment(device: torch.device) -> dict:
     return env
 
 
-def main(argv: list[str] | None = None) -> int:
+class Results:
+    """The results document: each measured row gets its prediction, and the file is rewritten after each."""
+
+    def __init__(self, out: Path, doc: dict, predictor: Predictor):
+        self.out, self.doc, self.predictor = out, doc, predictor
+        out.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self) -> None:
+        self.out.write_text(json.dumps(self.doc, indent=2))
+
+    def record(self, row: dict) -> None:
+        pred = self.predictor(row["phase"], row["batch"], row["context"], row["mode"])
+        row.update(pred)
+        if pred:
+            row["error_pct"] = (pred["predicted_ms"] - row["median_ms"]) / row["median_ms"] * 100
+        self.doc["results"].append(row)
+        self.write()
+        p = f"  predicted {row['predicted_ms']:9.3f} ms ({row['error_pct']:+6.1f}%, {row['predicted_bound']})" \
+            if pred else ""
+        print(f"{row['phase']:8s} {row['mode']:6s} batch {row['batch']:3d} context {row['context']:5d}: "
+              f"{row['median_ms']:9.3f} ms{p}", flush=True)
+
+    def summarise(self) -> None:
+        errors = [abs(r["error_pct"]) for r in self.doc["results"] if "error_pct" in r]
+        if errors:
+            self.doc["median_abs_error_pct"] = statistics.median(errors)
+            self.write()
+            print(f"median |error| {statistics.median(errors):.1f}% over {len(errors)} points")
+
+
+# --- main -------------------------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, torch.device]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, type=Path, help="JSON results file.")
     ap.add_argument("--tiny", action="store_true", help="A tiny config (smoke test; on the CPU by default).")
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                     help="auto: cuda when available, except with --tiny (cpu).")
-    ap.add_argument("--batches", default=None, help="Decode batches, e.g. 1,4,16,64.")
-    ap.add_argument("--contexts", default=None, help="Decode contexts, e.g. 1024,4096.")
+    add_point_arguments(ap)
     ap.add_argument("--prefill", type=int, default=None, help="Prefill length at batch 1 (default 2048).")
-    ap.add_argument("--modes", default="graph,eager", help="graph and/or eager.")
-    ap.add_argument("--iters", type=int, default=None, help="Timed runs per point (default 30 GPU, 5 CPU).")
-    ap.add_argument("--hardware", default="h200-sxm", help="Catalog id to predict on (default h200-sxm).")
     ap.add_argument("--calibration", default=None, help="Calibration file for the prediction.")
     args = ap.parse_args(argv)
-
     if args.device == "auto":
-        device = torch.device("cuda" if torch.cuda.is_available() and not args.tiny else "cpu")
-    else:
-        if args.device == "cuda" and not torch.cuda.is_available():
-            ap.error("--device cuda: no CUDA device is available")
-        device = torch.device(args.device)
+        return args, torch.device("cuda" if torch.cuda.is_available() and not args.tiny else "cpu")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: no CUDA device is available")
+    return args, torch.device(args.device)
+
+
+def measure_prefill(model: Decoder, length: int, modes: list[str], device: torch.device, warmup: int,
+                    iters: int, results: Results) -> None:
+    """One prefill of ``length`` tokens at batch 1, in each mode."""
+    model.allocate_cache(1, length)
+    tokens = torch.randint(0, model.cfg["vocab_size"], (1, length), device=device)
+    positions = torch.arange(length, device=device)[None, :]
+
+    def prefill_fn():
+        return model.forward(tokens, positions, 0)
+
+    with torch.inference_mode():
+        for mode in modes:
+            fn = graphed(prefill_fn, device) if mode == "graph" else prefill_fn
+            results.record({"phase": "prefill", "mode": mode, "batch": 1, "context": length,
+                            **stats(time_runs(fn, device, warmup, iters))})
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, device = parse_args(argv)
     cfg = TINY if args.tiny else LLAMA3_8B
-    batches = [int(x) for x in (args.batches or ("1,4" if args.tiny else "1,4,16,64")).split(",")]
-    contexts = [int(x) for x in (args.contexts or ("64,128" if args.tiny else "1024,4096")).split(",")]
+    batches, contexts, modes = point_lists(args)
     prefill = args.prefill or (128 if args.tiny else 2048)
-    modes = [m for m in args.modes.split(",") if m]
     if device.type != "cuda" and "graph" in modes:
         modes = [m for m in modes if m != "graph"] or ["eager"]
     iters = args.iters or (30 if device.type == "cuda" else 5)
@@ -258,76 +374,28 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     model = Decoder(cfg, device)
     predictor = Predictor(cfg, args.hardware, args.calibration)
-    result = {"command": " ".join([sys.executable, *sys.argv]), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                        time.gmtime()),
-              "environment": environment(device), "config": cfg, "param_bytes": model.param_bytes(),
-              "prediction_hardware": args.hardware if predictor.ok else None,
-              "prediction_calibration": getattr(predictor, "calibration", None), "prediction_note": predictor.note,
-              "results": []}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-
-    def record(row: dict) -> None:
-        pred = predictor(row["phase"], row["batch"], row["context"], row["mode"])
-        row.update(pred)
-        if pred:
-            row["error_pct"] = (pred["predicted_ms"] - row["median_ms"]) / row["median_ms"] * 100
-        result["results"].append(row)
-        args.out.write_text(json.dumps(result, indent=2))
-        p = f"  predicted {row['predicted_ms']:9.3f} ms ({row['error_pct']:+6.1f}%, {row['predicted_bound']})" \
-            if pred else ""
-        print(f"{row['phase']:8s} {row['mode']:6s} batch {row['batch']:3d} context {row['context']:5d}: "
-              f"{row['median_ms']:9.3f} ms{p}", flush=True)
-
-    def stats(ts: list[float]) -> dict:
-        ts = sorted(ts)
-        return {"median_ms": statistics.median(ts) * 1e3, "min_ms": ts[0] * 1e3,
-                "p90_ms": ts[min(len(ts) - 1, math.ceil(0.9 * len(ts)) - 1)] * 1e3, "iters": len(ts)}
-
-    print(f"{result['environment'].get('gpu', result['environment']['device'])}: {model.param_bytes() / 1e9:.2f} GB "
-          f"of weights; predictions on {args.hardware if predictor.ok else '(none: ' + predictor.note + ')'}",
-          flush=True)
+    results = Results(args.out, {
+        "command": " ".join([sys.executable, *sys.argv]),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "environment": environment(device), "config": cfg, "param_bytes": model.param_bytes(),
+        "prediction_hardware": args.hardware if predictor.ok else None,
+        "prediction_calibration": getattr(predictor, "calibration", None), "prediction_note": predictor.note,
+        "results": []}, predictor)
+    env = results.doc["environment"]
+    print(f"{env.get('gpu', env['device'])}: {model.param_bytes() / 1e9:.2f} GB of weights; predictions on "
+          f"{args.hardware if predictor.ok else '(none: ' + predictor.note + ')'}", flush=True)
     try:
-        for b in batches:
-            model.allocate_cache(b, max(contexts) + 1)
-            tokens = torch.randint(0, cfg["vocab_size"], (b, 1), device=device)
-            for c in contexts:
-                positions = torch.full((b, 1), c, device=device, dtype=torch.long)
-
-                def step(tokens=tokens, positions=positions, c=c):
-                    return model.forward(tokens, positions, c)
-
-                with torch.inference_mode():
-                    for mode in modes:
-                        fn = graphed(step, device) if mode == "graph" else step
-                        record({"phase": "decode", "mode": mode, "batch": b, "context": c,
-                                **stats(time_runs(fn, device, warmup, iters))})
-                        del fn
-            model.caches = []
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
-        model.allocate_cache(1, prefill)
-        tokens = torch.randint(0, cfg["vocab_size"], (1, prefill), device=device)
-        positions = torch.arange(prefill, device=device)[None, :]
-
-        def prefill_fn():
-            return model.forward(tokens, positions, 0)
-
-        with torch.inference_mode():
-            for mode in modes:
-                fn = graphed(prefill_fn, device) if mode == "graph" else prefill_fn
-                record({"phase": "prefill", "mode": mode, "batch": 1, "context": prefill,
-                        **stats(time_runs(fn, device, warmup, max(5, iters // 3)))})
-        result["prefill_gqa_path"] = model.gqa_path
+        for b, c, mode, fn in decode_points(model, batches, contexts, modes, device):
+            results.record({"phase": "decode", "mode": mode, "batch": b, "context": c,
+                            **stats(time_runs(fn, device, warmup, iters))})
+            del fn  # before the next point's capture
+        measure_prefill(model, prefill, modes, device, warmup, max(5, iters // 3), results)
+        results.doc["prefill_gqa_path"] = model.gqa_path
     except KeyboardInterrupt:
         print("interrupted: the results so far are in", args.out, file=sys.stderr)
     finally:
-        args.out.write_text(json.dumps(result, indent=2))
-    errors = [abs(r["error_pct"]) for r in result["results"] if "error_pct" in r]
-    if errors:
-        summary = f"median |error| {statistics.median(errors):.1f}% over {len(errors)} points"
-        result["median_abs_error_pct"] = statistics.median(errors)
-        args.out.write_text(json.dumps(result, indent=2))
-        print(summary)
+        results.write()
+    results.summarise()
     print(f"wrote {args.out}")
     return 0
 

@@ -27,13 +27,13 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 from torch.profiler import ProfilerActivity, profile, record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tops_advisor.counting import load_model
 from tops_advisor.counting.attention_choice import fused_sdpa_possible
+from tops_advisor.counting.dispatch import FUSED_FUNCTIONS
 from tops_advisor.validate.measure import (
     DTYPES,
     capture_graph,
@@ -45,51 +45,47 @@ from tops_advisor.validate.measure import (
 )
 
 PREFIX = "ta#"
-_FUSED = {F.scaled_dot_product_attention: "aten.scaled_dot_product_attention", F.rms_norm: "aten.rms_norm",
-          torch.rms_norm: "aten.rms_norm"}
 
 
-class _Ranges:
-    """Shared state of the two modes: the running index and whether a fused call is in progress."""
+class _DispatchRanges(TorchDispatchMode):
+    """Each ATen operator call in a profiler range of its own, labelled with the running index; it holds what
+    both modes share: that index, and whether a call taken whole is in progress (its operators unlabelled)."""
 
     def __init__(self, tag: int):
+        super().__init__()
         self.tag, self.index, self.suppress = tag, 0, 0
 
     def label(self, name: str) -> str:
         self.index += 1
         return f"{PREFIX}{self.tag}#{self.index - 1}#{name}"
 
-
-class _DispatchRanges(TorchDispatchMode):
-    def __init__(self, state: _Ranges):
-        super().__init__()
-        self.state = state
-
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if self.state.suppress:
+        if self.suppress:
             return func(*args, **kwargs)
-        with record_function(self.state.label(str(func.overloadpacket))):
+        with record_function(self.label(str(func.overloadpacket))):
             return func(*args, **kwargs)
 
 
 class _FunctionRanges(TorchFunctionMode):
-    def __init__(self, state: _Ranges):
+    """The functions the counter takes whole, each in one range, their operators inside it unlabelled."""
+
+    def __init__(self, ranges: _DispatchRanges):
         super().__init__()
-        self.state = state
+        self.ranges = ranges
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = _FUSED.get(func) if not self.state.suppress else None
+        name = FUSED_FUNCTIONS.get(func) if not self.ranges.suppress else None
         if name is None or (name == "aten.scaled_dot_product_attention"
                             and not fused_sdpa_possible(args, kwargs)):
             return func(*args, **kwargs)
-        self.state.suppress += 1
+        self.ranges.suppress += 1
         try:
-            with record_function(self.state.label(name)):
+            with record_function(self.ranges.label(name)):
                 return func(*args, **kwargs)
         finally:
-            self.state.suppress -= 1
+            self.ranges.suppress -= 1
 
 
 def _annotation(evt) -> str | None:
@@ -106,8 +102,8 @@ def profile_forward(forward, iters: int, names: dict[str, int]) -> tuple[list, f
     # no_grad, as the counter runs: under inference_mode composite operators (linear) reach the mode whole
     with torch.no_grad(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for it in range(iters):
-            state = _Ranges(it)
-            with _DispatchRanges(state), _FunctionRanges(state):
+            ranges = _DispatchRanges(it)
+            with ranges, _FunctionRanges(ranges):
                 forward()
             if torch.cuda.is_available():
                 torch.cuda.synchronize()

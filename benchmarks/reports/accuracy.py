@@ -113,9 +113,8 @@ def _summary_table(ok: list[dict], group_key: str, groups) -> list[str]:
     return lines
 
 
-def render(rows, hw, source, files: list[tuple[Path, dict]], command: str, args, llm: dict | None,
-           per_op: list[tuple[Path, dict]], bands: dict) -> str:
-    ok = [r for r in rows if "error_text" not in r]
+def _introduction(rows, hw, source, files: list[tuple[Path, dict]], command: str, args) -> list[str]:
+    """Where the measurements come from, how errors are measured and how held-out each set is."""
     new_models = sorted({r["model"] for r in rows if r["set"] == "new"})
     held = sorted({r["model"] for r in rows if r["set"] == "held-out"})
     lines = ["# Prediction accuracy", "",
@@ -142,43 +141,68 @@ def render(rows, hw, source, files: list[tuple[Path, dict]], command: str, args,
                      f"tuned and measured with the predictor frozen (its files as in commit `{args.frozen_at}`); "
                      "nothing in `tops_advisor/roofline/` was changed for them afterwards. Their "
                      "numbers below are the most honest estimate of the error on a model we did not tune on.")
-    if args.history:
-        lines += ["", args.history.read_text().strip()]
-    lines += ["", "## Summary", ""] + _summary_table(ok, "set", SETS)
-    lines += ["", "## Error bands by model family", "",
-              "What `tops-advisor analyze` quotes as the expected error (shipped in "
-              f"`{args.summary or 'tops_advisor/data/accuracy_h200.json'}`): all model-file measurements above, "
-              "tuned-on and held-out together; a model with attention operators counts as a transformer, any "
-              "other as a CNN. The LLM decoder below is not included. These bands come from models that were "
-              "seen while tuning; `analyze` adds the blind rounds' results (models never seen) to what it quotes.",
-              "",
-              "| family | mode | prediction | median | worst | n |", "|---|---|---|---:|---:|---:|"]
+    return lines
+
+
+def _bands_section(args, bands: dict) -> list[str]:
+    """The error bands ``analyze`` quotes, by model family."""
+    lines = ["", "## Error bands by model family", "",
+             "What `tops-advisor analyze` quotes as the expected error (shipped in "
+             f"`{args.summary or 'tops_advisor/data/accuracy_h200.json'}`): all model-file measurements above, "
+             "tuned-on and held-out together; a model with attention operators counts as a transformer, any "
+             "other as a CNN. The LLM decoder below is not included. These bands come from models that were "
+             "seen while tuning; `analyze` adds the blind rounds' results (models never seen) to what it quotes.",
+             "",
+             "| family | mode | prediction | median | worst | n |", "|---|---|---|---:|---:|---:|"]
     for b in bands.get("bands", []):
         lines.append(f"| {b['family']} | {b['mode']} | {'calibrated' if b['calibrated'] else 'datasheet defaults'}"
                      f" | {b['median_abs_error']:.0%} | {b['worst_abs_error']:.0%} | {b['n']} |")
-    if new_models:
-        new_rows = [r for r in rows if r["set"] == "new"]
-        lines += ["", f"## Never seen: {', '.join(new_models)}", "",
-                  "Measured on the card after the predictor was frozen; predictions recomputed here by the "
-                  "current predictor.", ""]
-        lines += _summary_table([r for r in new_rows if "error_text" not in r], "set", SETS[2:])
-        lines += [""] + _measurement_table(new_rows)
+    return lines
+
+
+def _never_seen_section(rows) -> list[str]:
+    new_models = sorted({r["model"] for r in rows if r["set"] == "new"})
+    if not new_models:
+        return []
+    new_rows = [r for r in rows if r["set"] == "new"]
+    lines = ["", f"## Never seen: {', '.join(new_models)}", "",
+             "Measured on the card after the predictor was frozen; predictions recomputed here by the "
+             "current predictor.", ""]
+    lines += _summary_table([r for r in new_rows if "error_text" not in r], "set", SETS[2:])
+    return lines + [""] + _measurement_table(new_rows)
+
+
+def _per_op_section(per_op: list[tuple[Path, dict]]) -> list[str]:
+    """Per operator kind: the profiled kernel time of one eager forward beside the predicted device time."""
+    lines = []
+    for path, res in per_op:
+        for entry in res.get("per_op", []):
+            lines += ["", f"Per operator kind at batch {entry['batch']} ({res['dtype']}; `{path}`, recorded "
+                      "by `tops-advisor validate --per-op`): kernel time of one eager forward under "
+                      "torch.profiler vs the predicted device time (graph mode, calibrated) at "
+                      "measurement time.", "",
+                      "| kind | measured us | share | predicted us | share | error | predicted bound |",
+                      "|---|---:|---:|---:|---:|---:|---|"]
+            for k in entry["kinds"]:
+                err = f"{k['error']:+.0%}" if k.get("error") is not None else "-"
+                lines.append(f"| {k['kind']} | {k['measured_s'] * 1e6:.1f} | {k['measured_share']:.0%} | "
+                             f"{k['predicted_s'] * 1e6:.1f} | {k['predicted_share']:.0%} | {err} | "
+                             f"{k['bound']} |")
+    return lines
+
+
+def render(rows, hw, source, files: list[tuple[Path, dict]], command: str, args, llm: dict | None,
+           per_op: list[tuple[Path, dict]], bands: dict) -> str:
+    ok = [r for r in rows if "error_text" not in r]
+    lines = _introduction(rows, hw, source, files, command, args)
+    if args.history:
+        lines += ["", args.history.read_text().strip()]
+    lines += ["", "## Summary", ""] + _summary_table(ok, "set", SETS)
+    lines += _bands_section(args, bands)
+    lines += _never_seen_section(rows)
     for note in args.notes:
         lines += ["", note.read_text().strip()]
-    if per_op:
-        for path, res in per_op:
-            for entry in res.get("per_op", []):
-                lines += ["", f"Per operator kind at batch {entry['batch']} ({res['dtype']}; `{path}`, recorded "
-                          "by `tops-advisor validate --per-op`): kernel time of one eager forward under "
-                          "torch.profiler vs the predicted device time (graph mode, calibrated) at "
-                          "measurement time.", "",
-                          "| kind | measured us | share | predicted us | share | error | predicted bound |",
-                          "|---|---:|---:|---:|---:|---:|---|"]
-                for k in entry["kinds"]:
-                    err = f"{k['error']:+.0%}" if k.get("error") is not None else "-"
-                    lines.append(f"| {k['kind']} | {k['measured_s'] * 1e6:.1f} | {k['measured_share']:.0%} | "
-                                 f"{k['predicted_s'] * 1e6:.1f} | {k['predicted_share']:.0%} | {err} | "
-                                 f"{k['bound']} |")
+    lines += _per_op_section(per_op)
     if llm:
         lines += _llm_section(llm, args.llm)
     lines += ["", "## Every measurement of the tuned-on and held-out models", ""]
@@ -227,6 +251,18 @@ def _llm_section(llm: dict, path) -> list[str]:
                      f"{r['predicted_ms']:.3f} ({r['error_pct']:+.0f}%) | {p:.3f} | "
                      f"{(p / r['median_ms'] - 1) * 100:+.0f}% |")
     return lines
+
+
+def print_summary(ok: list[dict], bands: dict) -> None:
+    """The median errors per set and mode, then the bands, on stdout."""
+    for key, label in SETS:
+        for mode in ("graph", "eager"):
+            rs = [r for r in ok if r["set"] == key and r["mode"] == mode]
+            if rs:
+                print(f"{label}, {mode}: defaults {summary(rs, 'err_default')}; "
+                      f"calibrated {summary(rs, 'err_calibrated')}")
+    for b in bands["bands"]:
+        print(describe({**b, "card": bands["card_class"]}))
 
 
 def main() -> int:
@@ -281,14 +317,7 @@ def main() -> int:
         parity_plot(ok, args.plot, title=f"{hw.id}: predicted vs measured", highlight=held_out_new)
     if args.csv:
         args.csv.write_text(json.dumps(rows, indent=1))
-    for key, label in SETS:
-        for mode in ("graph", "eager"):
-            rs = [r for r in ok if r["set"] == key and r["mode"] == mode]
-            if rs:
-                print(f"{label}, {mode}: defaults {summary(rs, 'err_default')}; "
-                      f"calibrated {summary(rs, 'err_calibrated')}")
-    for b in bands["bands"]:
-        print(describe({**b, "card": bands["card_class"]}))
+    print_summary(ok, bands)
     return 0
 
 

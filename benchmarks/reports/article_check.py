@@ -224,7 +224,9 @@ def claim_resnet(c: Checker, runs: list[dict]) -> tuple[str, str]:
     return "\n".join(body), verdict
 
 
-def claim_bert(c: Checker, runs: list[dict]) -> tuple[str, str, str]:
+def _bert_throughput(c: Checker, runs: list[dict]) -> tuple[list[str], str]:
+    """Predicted samples/s per card at fp32/fp16 and batch 1/32, the H200's measured ones, and the verdict on
+    "580 samples/s"."""
     rows = []
     tput = {}
     for hw_id in CARDS:
@@ -249,43 +251,84 @@ def claim_bert(c: Checker, runs: list[dict]) -> tuple[str, str, str]:
     near = [f"{c.hw(h).name} {d} batch {b} ({rate(v)})" for (h, d, b), v in tput.items()
             if h in ARTICLE_CARDS and 0.8 * 580 <= v <= 1.25 * 580]
     m32 = measured(runs, "examples/bert_large.py", 32, "fp32")
-    verdict_580 = ("depends on precision, batch and sequence length, none stated. Within -20%/+25% of 580 "
-                   "samples/s (sequence 128) the tool predicts: " + ("; ".join(near) or "no card") + "."
-                   + (f" Measured on the H200 at fp32 batch 32: {rate(32 / m32['graph_s'])} samples/s."
-                      if m32 else "")
-                   + f" At fp16 batch 32 an RTX 4090 is predicted at {rate(tput[('rtx-4090', 'fp16', 32)])}")
+    verdict = ("depends on precision, batch and sequence length, none stated. Within -20%/+25% of 580 "
+               "samples/s (sequence 128) the tool predicts: " + ("; ".join(near) or "no card") + "."
+               + (f" Measured on the H200 at fp32 batch 32: {rate(32 / m32['graph_s'])} samples/s."
+                  if m32 else "")
+               + f" At fp16 batch 32 an RTX 4090 is predicted at {rate(tput[('rtx-4090', 'fp16', 32)])}")
+    return body, verdict
 
-    # TensorRT 15 ms -> 7 ms: what a 15 ms eager fp32 run and the same batch at fp16 in a graph give
-    hw_id, rows2 = "rtx-4090", []
+
+def _bert_tensorrt(c: Checker, runs: list[dict]) -> tuple[list[str], str]:
+    """TensorRT's "15 ms to 7 ms": what a 15 ms eager fp32 run and the same batch at fp16 in a graph give."""
+    hw_id, rows = "rtx-4090", []
     for batch in (1, 2, 4, 8, 16):
         e32 = c.predict("bert_large", hw_id, batch, "fp32", "eager")
         g16 = c.predict("bert_large", hw_id, batch, "fp16", "graph")
         e16 = c.predict("bert_large", hw_id, batch, "fp16", "eager")
-        rows2.append([str(batch), ms(e32.latency_s), ms(e16.latency_s), ms(g16.latency_s),
-                      f"{e32.latency_s / g16.latency_s:.1f}x"])
-    body += [
+        rows.append([str(batch), ms(e32.latency_s), ms(e16.latency_s), ms(g16.latency_s),
+                     f"{e32.latency_s / g16.latency_s:.1f}x"])
+    header = ["batch", "fp32 eager (ms)", "fp16 eager (ms)", "fp16 graph (ms)", "fp32 eager / fp16 graph"]
+    body = [
         "",
         "**TensorRT, \"15 ms to 7 ms\".** The tool does not model TensorRT; what it does model are two of the "
         "things TensorRT does: lower precision and no per-operator launch cost (a CUDA graph). BERT-Large on an "
         "RTX 4090, `--mode eager` vs `--mode graph`:",
         "",
-        table(["batch", "fp32 eager (ms)", "fp16 eager (ms)", "fp16 graph (ms)", "fp32 eager / fp16 graph"],
-              rows2),
+        table(header, rows),
     ]
-    meas2 = []
+    meas = []
     for batch in (1, 8, 32):
         r32, r16 = (measured(runs, "examples/bert_large.py", batch, d) for d in ("fp32", "fp16"))
         if r32 and r16:
-            meas2.append([str(batch), ms(r32["eager_s"]), ms(r16["eager_s"]), ms(r16["graph_s"]),
-                          f"{r32['eager_s'] / r16['graph_s']:.1f}x"])
-    if meas2:
-        body += ["", "Measured on the H200 (`benchmarks/results/h200_models.json`):", "",
-                 table(["batch", "fp32 eager (ms)", "fp16 eager (ms)", "fp16 graph (ms)",
-                        "fp32 eager / fp16 graph"], meas2)]
-    verdict_trt = ("depends on things the article does not say (batch, sequence length, the precision before "
-                   "and after): a 2.1x cut is well within what fp32 to fp16 plus removing launch overhead gives "
-                   "in the tool and on the H200; TensorRT's own kernel fusion is not modelled")
-    return "\n".join(body), verdict_580, verdict_trt
+            meas.append([str(batch), ms(r32["eager_s"]), ms(r16["eager_s"]), ms(r16["graph_s"]),
+                         f"{r32['eager_s'] / r16['graph_s']:.1f}x"])
+    if meas:
+        body += ["", "Measured on the H200 (`benchmarks/results/h200_models.json`):", "", table(header, meas)]
+    verdict = ("depends on things the article does not say (batch, sequence length, the precision before "
+               "and after): a 2.1x cut is well within what fp32 to fp16 plus removing launch overhead gives "
+               "in the tool and on the H200; TensorRT's own kernel fusion is not modelled")
+    return body, verdict
+
+
+def claim_bert(c: Checker, runs: list[dict]) -> tuple[str, str, str]:
+    body, verdict_580 = _bert_throughput(c, runs)
+    trt, verdict_trt = _bert_tensorrt(c, runs)
+    return "\n".join(body + trt), verdict_580, verdict_trt
+
+
+def _yolo_measured(c: Checker, runs: list[dict]) -> list[str]:
+    """The H200's measured FPS beside the predicted ones, per input size (nothing where none was measured)."""
+    meas = []
+    for size, model in (("1080p", "yolov7_1080p"), ("640-letterbox", "yolov7_640lb"), ("640", "yolov7_640")):
+        r = measured(runs, "examples/yolov7.py", 1, "fp16", size)
+        if r:
+            pe = c.predict(model, MEASURED_CARD, 1, "fp16", "eager")
+            pg = c.predict(model, MEASURED_CARD, 1, "fp16", "graph")
+            meas.append([size, rate(1 / r["eager_s"]), rate(pe.throughput_per_s), rate(1 / r["graph_s"]),
+                         rate(pg.throughput_per_s)])
+    if not meas:
+        return []
+    return ["", "H200, batch 1 fp16, measured (`benchmarks/results/h200_article.json`) vs predicted:", "",
+            table(["input", "eager measured (FPS)", "eager predicted", "graph measured", "graph predicted"], meas)]
+
+
+def _yolo_cards_at_65(c: Checker, runs: list[dict], fps: dict, model: str, size: str) -> str:
+    """The article's cards predicted at 65 FPS or more (fp16 graph), the borderline ones apart: those above 65
+    only if the H200's optimism for this input is ignored."""
+    err = max(h200_error(c, runs, model, "examples/yolov7.py", 1, size) or 1.0, 1.0)
+    ok, edge = [], []
+    for h in ARTICLE_CARDS:
+        f = fps[(h, model, "fp16", "graph")]
+        if f / err >= 65:
+            ok.append(f"{c.hw(h).name} ({rate(f)})")
+        elif f >= 65:
+            edge.append(f"{c.hw(h).name} ({rate(f)})")
+    text = ", ".join(ok) or "none of the cards"
+    if edge:
+        text += (f"; borderline on {', '.join(edge)} (the tool was {err:.2f}x optimistic for this input on "
+                 "the H200)")
+    return text
 
 
 def claim_yolo(c: Checker, runs: list[dict]) -> tuple[str, str]:
@@ -313,38 +356,11 @@ def claim_yolo(c: Checker, runs: list[dict]) -> tuple[str, str]:
         "",
         table(["Device", "1088x1920 fp16 eager (FPS)", "fp16 graph", "int8 graph", "384x640 fp16 eager",
                "fp16 graph", "int8 graph"], rows),
-    ]
-    meas = []
-    for size, model in (("1080p", "yolov7_1080p"), ("640-letterbox", "yolov7_640lb"), ("640", "yolov7_640")):
-        r = measured(runs, "examples/yolov7.py", 1, "fp16", size)
-        if r:
-            pe = c.predict(model, MEASURED_CARD, 1, "fp16", "eager")
-            pg = c.predict(model, MEASURED_CARD, 1, "fp16", "graph")
-            meas.append([size, rate(1 / r["eager_s"]), rate(pe.throughput_per_s), rate(1 / r["graph_s"]),
-                         rate(pg.throughput_per_s)])
-    if meas:
-        body += ["", "H200, batch 1 fp16, measured (`benchmarks/results/h200_article.json`) vs predicted:", "",
-                 table(["input", "eager measured (FPS)", "eager predicted", "graph measured", "graph predicted"],
-                       meas)]
-    def sorted_by(model: str, size: str) -> str:
-        err = max(h200_error(c, runs, model, "examples/yolov7.py", 1, size) or 1.0, 1.0)
-        ok, edge = [], []
-        for h in ARTICLE_CARDS:
-            f = fps[(h, model, "fp16", "graph")]
-            if f / err >= 65:
-                ok.append(f"{c.hw(h).name} ({rate(f)})")
-            elif f >= 65:
-                edge.append(f"{c.hw(h).name} ({rate(f)})")
-        text = ", ".join(ok) or "none of the cards"
-        if edge:
-            text += (f"; borderline on {', '.join(edge)} (the tool was {err:.2f}x optimistic for this input on "
-                     "the H200)")
-        return text
-
+    ] + _yolo_measured(c, runs)
     m1080 = measured(runs, "examples/yolov7.py", 1, "fp16", "1080p")
     verdict = ("depends on the input size and the card, neither stated. fp16, batch 1, graph: 65 FPS at native "
-               f"1088x1920 is predicted on {sorted_by('yolov7_1080p', '1080p')}; at 384x640 (resized) on "
-               f"{sorted_by('yolov7_640lb', '640-letterbox')}"
+               f"1088x1920 is predicted on {_yolo_cards_at_65(c, runs, fps, 'yolov7_1080p', '1080p')}; at "
+               f"384x640 (resized) on {_yolo_cards_at_65(c, runs, fps, 'yolov7_640lb', '640-letterbox')}"
                + f". On the RTX 4090 at 1088x1920: {rate(fps[('rtx-4090', 'yolov7_1080p', 'fp16', 'graph')])} FPS "
                f"fp16, {rate(fps[('rtx-4090', 'yolov7_1080p', 'int8', 'graph')])} int8 (so precision decides)"
                + (f". Measured at 1088x1920 on the H200: {rate(1 / m1080['graph_s'])} FPS (graph), "
@@ -542,9 +558,8 @@ measure.
 """
 
 
-def render(catalog: Catalog, costs: dict[str, Costs]) -> str:
-    c = Checker(catalog, costs)
-    runs = load_measurements()
+def _claims(c: Checker, runs: list[dict]) -> list[str]:
+    """The verdict table, then one section per claim of the article."""
     resnet, v_resnet = claim_resnet(c, runs)
     bert, v_580, v_trt = claim_bert(c, runs)
     yolo, v_yolo = claim_yolo(c, runs)
@@ -558,33 +573,20 @@ def render(catalog: Catalog, costs: dict[str, Costs]) -> str:
         ["Stable Diffusion: 512x512 in 3.2 s", v_sd],
         ["GPT-3 175B, 8-bit: 18 tokens/s (on one RTX 4090)", v_gpt],
     ])
-    cmds = commands_of(MODELS_RESULTS) + commands_of(ARTICLE_RESULTS)
-    parts = [
-        HEADER,
-        "## Verdicts",
-        "",
-        summary,
-        "",
-        "## 1. ResNet-50 at batch 32: \"the 4090 is 2.1x faster than the 3090\"",
-        "",
-        resnet,
-        "",
-        "## 2. BERT-Large: \"580 samples/s\" and \"TensorRT: 15 ms to 7 ms\"",
-        "",
-        bert,
-        "",
-        "## 3. YOLOv7: \"real-time detection on 1080p video at 65 FPS\"",
-        "",
-        yolo,
-        "",
-        "## 4. Stable Diffusion: \"a 512x512 image in 3.2 s\"",
-        "",
-        sd,
-        "",
-        "## 5. GPT-3 175B at 8 bits: \"18 tokens/s\"",
-        "",
-        gpt,
-        "",
+    parts = ["## Verdicts", "", summary, ""]
+    for heading, body in (
+            ("## 1. ResNet-50 at batch 32: \"the 4090 is 2.1x faster than the 3090\"", resnet),
+            ("## 2. BERT-Large: \"580 samples/s\" and \"TensorRT: 15 ms to 7 ms\"", bert),
+            ("## 3. YOLOv7: \"real-time detection on 1080p video at 65 FPS\"", yolo),
+            ("## 4. Stable Diffusion: \"a 512x512 image in 3.2 s\"", sd),
+            ("## 5. GPT-3 175B at 8 bits: \"18 tokens/s\"", gpt)):
+        parts += [heading, "", body, ""]
+    return parts
+
+
+def _guide_and_trust(c: Checker, runs: list[dict]) -> list[str]:
+    """The selection guide as ``recommend`` runs it, and the H200's measured-vs-predicted table."""
+    return [
         "## 6. The selection guide, as `recommend` runs",
         "",
         "The article sorts by peak TOPS per segment and then says to choose by model complexity and the "
@@ -603,37 +605,35 @@ def render(catalog: Catalog, costs: dict[str, Costs]) -> str:
         "",
         trust_table(c, runs),
         "",
-        "## 8. The article's tables, corrected",
-        "",
-        "From `benchmarks/reports/article_table.py` (docs/reports/article-table.md has the full discussion).",
-        "",
-        "### Key parameters: RTX 3090 vs RTX 4090",
-        "",
-        article_table.key_parameter_table(catalog),
-        "",
-        "### RTX 4090 FP8",
-        "",
-        article_table.rtx4090_fp8_table(catalog),
-        "",
-        "### Performance comparison",
-        "",
-        article_table.performance_table(catalog),
-        "",
-        "### TOPS per watt, dense, at TDP",
-        "",
-        article_table.tops_per_watt_table(catalog),
-        "",
-        "### Can any catalog figure reproduce the article's TOPS/W column?",
-        "",
-        article_table.tops_w_candidates(catalog),
-        "",
+    ]
+
+
+def _article_tables(catalog: Catalog) -> list[str]:
+    parts = ["## 8. The article's tables, corrected", "",
+             "From `benchmarks/reports/article_table.py` (docs/reports/article-table.md has the full discussion).",
+             ""]
+    for heading, make in (("### Key parameters: RTX 3090 vs RTX 4090", article_table.key_parameter_table),
+                          ("### RTX 4090 FP8", article_table.rtx4090_fp8_table),
+                          ("### Performance comparison", article_table.performance_table),
+                          ("### TOPS per watt, dense, at TDP", article_table.tops_per_watt_table),
+                          ("### Can any catalog figure reproduce the article's TOPS/W column?",
+                           article_table.tops_w_candidates)):
+        parts += [heading, "", make(catalog), ""]
+    return parts
+
+
+def render(catalog: Catalog, costs: dict[str, Costs]) -> str:
+    c = Checker(catalog, costs)
+    runs = load_measurements()
+    parts = [HEADER, *_claims(c, runs), *_guide_and_trust(c, runs), *_article_tables(catalog)]
+    parts += [
         "## How the H200 measurements were recorded",
         "",
         "On one NVIDIA H200 (torch 2.11, CUDA 13.0), median of timed iterations after warm-up, CUDA events, "
         "random weights and inputs:",
         "",
     ]
-    parts += [f"    {cmd}" for cmd in cmds]
+    parts += [f"    {cmd}" for cmd in commands_of(MODELS_RESULTS) + commands_of(ARTICLE_RESULTS)]
     parts += ["", "Regenerate this page: `python3 benchmarks/reports/article_check.py --write docs/reports/article-check.md`.", ""]
     return "\n".join(parts)
 

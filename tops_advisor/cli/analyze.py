@@ -7,16 +7,7 @@ from pathlib import Path
 import click
 
 from ..units import AMP, PRECISIONS, parse_precision
-from .common import (
-    catalog_option,
-    console,
-    echo_json,
-    err_console,
-    get_catalog,
-    json_option,
-    load_model_arg,
-    model_options,
-)
+from .common import console, echo_json, err_console, get_catalog, load_model_arg, model_command_options
 
 
 @click.command()
@@ -38,9 +29,7 @@ from .common import (
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write a roofline chart (.png/.svg).")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Operators to list (N >= 1).")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know or values it must assume.")
-@model_options
-@catalog_option
-@json_option
+@model_command_options
 def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calibration, eager_host, tf32, plot_path,
             top, strict, task, seq, input_shape, catalog_dirs, as_json):
     """Predict latency, attainable TOPS and the binding limit of MODEL on one device.

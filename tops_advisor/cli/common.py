@@ -33,6 +33,12 @@ def model_options(fn):
     return fn
 
 
+def model_command_options(fn):
+    """What every command that predicts MODEL on catalog devices takes: how a library model's inputs are built
+    (``model_options``), --catalog and --json."""
+    return model_options(catalog_option(json_option(fn)))
+
+
 def load_model_arg(model: str, task: str | None, seq: int | None, input_shape: str | None):
     """The model the MODEL argument names, loaded once (a file imported, a library config read)."""
     from ..counting import load_model

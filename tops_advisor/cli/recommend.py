@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..units import PRECISIONS
-from .common import catalog_option, echo_json, get_catalog, json_option, load_model_arg, model_options
+from .common import echo_json, get_catalog, load_model_arg, model_command_options
 
 # Options that belong to one form of the command: given with the other form they would be ignored, so they are
 # refused instead (`recommend MODEL --llm X --latency 10ms` would otherwise drop MODEL and --latency).
@@ -39,9 +39,7 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 @click.option("--top", type=click.IntRange(min=1), help="Show only the best N (N >= 1).")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even where a calibration exists.")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know.")
-@model_options
-@catalog_option
-@json_option
+@model_command_options
 @click.pass_context
 def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_devices, latency, throughput, batch,
               dtype, segment, max_power, max_price, hardware_names, mode, rank_by, top, no_calibration, strict,

@@ -8,16 +8,7 @@ from pathlib import Path
 import click
 
 from ..units import parse_batches, parse_precision
-from .common import (
-    catalog_option,
-    console,
-    echo_json,
-    err_console,
-    get_catalog,
-    json_option,
-    load_model_arg,
-    model_options,
-)
+from .common import console, echo_json, err_console, get_catalog, load_model_arg, model_command_options
 
 
 @click.command()
@@ -41,9 +32,7 @@ from .common import (
               help="Catalog device to predict for (default: the local GPU, matched by name).")
 @click.option("--repeats", type=click.IntRange(1), default=30, show_default=True, help="Timed iterations.")
 @click.option("--warmup", type=click.IntRange(0), default=10, show_default=True, help="Untimed iterations first.")
-@model_options
-@catalog_option
-@json_option
+@model_command_options
 def validate(model, batch_text, dtype, mode, calibration_path, per_op, plot_path, device, hardware_name, repeats,
              warmup, task, seq, input_shape, catalog_dirs, as_json):
     """Measure MODEL on this machine's GPU and compare with the prediction for that GPU.

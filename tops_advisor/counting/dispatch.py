@@ -26,20 +26,25 @@ from .mha import record_fused as record_mha
 from .state import CountingRun
 from .tensors import flat_tensors
 
-# Functions counted before they decompose, as the single fused kernel they are on a GPU.
-_FUSED = {
+# Functions counted before they decompose, as the single fused kernel they are on a GPU (the profiler of
+# benchmarks/harness/profile_records.py times the same calls whole).
+FUSED_FUNCTIONS = {
     F.scaled_dot_product_attention: SDPA,
     F.rms_norm: "aten.rms_norm",
     torch.rms_norm: "aten.rms_norm",
 }
 
 
-class OperatorCounter(TorchDispatchMode):
-    """Counts each ATen operator call into ``run``."""
+class _CountingMode:
+    """What both counting modes hold: the run they count into (before the torch mode in the bases)."""
 
     def __init__(self, run: CountingRun):
         super().__init__()
         self.run = run
+
+
+class OperatorCounter(_CountingMode, TorchDispatchMode):
+    """Counts each ATen operator call into ``run``."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -73,12 +78,8 @@ class OperatorCounter(TorchDispatchMode):
         return out
 
 
-class FunctionCounter(TorchFunctionMode):
+class FunctionCounter(_CountingMode, TorchFunctionMode):
     """Counts the functions taken whole (fused attention, RMS norm) and follows host data, into ``run``."""
-
-    def __init__(self, run: CountingRun):
-        super().__init__()
-        self.run = run
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -93,7 +94,7 @@ class FunctionCounter(TorchFunctionMode):
             args, kwargs = run.autocast.cast_function(func, args, kwargs, run.weight_key)
         if func is MHA_FUNCTION and not run.suppress and mha_fused_on_cuda(args, kwargs):
             return self._fused_mha(func, args, kwargs)
-        name = _FUSED.get(func) if not run.suppress else None
+        name = FUSED_FUNCTIONS.get(func) if not run.suppress else None
         if name is None:
             return func(*args, **kwargs)
         if name == SDPA and not fused_sdpa_possible(args, kwargs):

@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from ..catalog import Hardware
 from ..errors import InputError, LLMConfigError, UnsupportedPrecisionError
+from ..search import first_true
 from .builder import KERNEL_LAYOUTS, PHASES, build_workload, check_sizes
 from .config import LLMConfig
 from .memory import (
@@ -102,13 +103,7 @@ class _Runner:
             hi *= 2
             if hi > CROSSOVER_SEARCH_MAX_BATCH:
                 return None
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if compute_bound(mid):
-                hi = mid
-            else:
-                lo = mid
-        return hi
+        return first_true(compute_bound, lo, hi)
 
 
 def precision_for(hardware: Hardware, weight: str | None = None, act: str | None = None,

@@ -6,10 +6,10 @@ the other's caller.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import LLMConfigError
+from ..jsonfile import read_json
 from .config import LLMConfig, config_from_dict
 from .presets import PRESETS, preset_config
 
@@ -17,19 +17,11 @@ from .presets import PRESETS, preset_config
 def load_config_file(path: Path | str, use_transformers: bool | None = None) -> LLMConfig:
     """A ``config.json`` (or a directory holding one), completed by its transformers class when installed."""
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LLMConfigError(f"config file {path} does not exist") from None
-    except IsADirectoryError:
-        raw_path = path / "config.json"
-        if raw_path.is_file():
-            return load_config_file(raw_path, use_transformers)
-        raise LLMConfigError(f"{path} is a directory without a config.json") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LLMConfigError(f"config file {path} cannot be read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise LLMConfigError(f"config file {path} is not valid JSON: {exc}") from None
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return load_config_file(path / "config.json", use_transformers)
+        raise LLMConfigError(f"{path} is a directory without a config.json")
+    raw = read_json(path, "config file", LLMConfigError)
     name = path.parent.name if path.name == "config.json" else path.stem
     return config_from_dict(raw, name=name, source=str(path), use_transformers=use_transformers)
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from ..catalog import Hardware
 from ..roofline.defaults import RUNTIME_MEMORY_BYTES
+from ..search import first_true
 from ..units import BYTES_PER_ELEMENT
 from .config import LLMConfig, attended_tokens, kv_elems_per_token_layer, param_counts
 from .parallel import MAX_TP, rank_shape, valid_tp_degrees
@@ -125,16 +126,9 @@ def _largest(fits, hi: int) -> int:
     """Largest n in [1, hi] with fits(n) (fits is monotone decreasing); 0 when fits(1) is false."""
     if not fits(1):
         return 0
-    lo = 1
     if fits(hi):
         return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return first_true(lambda n: not fits(n), 1, hi) - 1
 
 
 def max_batch(cfg: LLMConfig, p: Precision, hw: Hardware, *, kv_tokens: int, prefill_len: int,

@@ -3,7 +3,8 @@ whole answer (``LLMAnalysis``). The ``--json`` keys in ms and GB are made in ``r
 
 from __future__ import annotations
 
-from typing import Annotated
+from operator import attrgetter
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, computed_field
 
@@ -13,6 +14,14 @@ from .precision import Precision
 # A tuple in the model (frozen, hashable), a list in its dump (JSON's shape).
 Lines = Annotated[tuple[str, ...], PlainSerializer(list, return_type=list)]
 _FROZEN = ConfigDict(frozen=True)
+
+
+def _part(path: str, kind: type, *, dumped: bool = False) -> Any:
+    """A read-only property: the attribute at ``path`` (dotted, into a part of the result), of type ``kind``;
+    ``dumped``: a computed field, in the JSON too."""
+    get = attrgetter(path)
+    prop = property(lambda self: get(self), doc=f"``self.{path}``")
+    return computed_field(prop, return_type=kind) if dumped else prop
 
 
 class PhaseResult(BaseModel):
@@ -65,45 +74,21 @@ class LLMAnalysis(BaseModel):
     notes: Lines = ()
     warnings: Lines = ()                 # config keys that may change cost but are not modelled
 
-    # headline numbers (base units)
-    @property
-    def latency_s(self) -> float:
-        return self.requested.latency_s
-
-    @computed_field
-    @property
-    def tokens_per_s(self) -> float:
-        return self.requested.tokens_per_s
-
-    @property
-    def ttft_s(self) -> float:
-        return self.prefill.latency_s
-
-    @property
-    def tpot_s(self) -> float:
-        return self.decode.latency_s
-
-    @computed_field
-    @property
-    def fits_memory(self) -> bool:
-        return self.memory.fits
-
-    @property
-    def memory_required_bytes(self) -> float:
-        return self.memory.total_bytes
-
-    @property
-    def memory_capacity_bytes(self) -> float:
-        return self.memory.capacity_bytes
+    # headline numbers (base units), each read from the part that holds it (JSON: the computed ones)
+    latency_s = _part("requested.latency_s", float)
+    tokens_per_s = _part("requested.tokens_per_s", float, dumped=True)
+    ttft_s = _part("prefill.latency_s", float)
+    tpot_s = _part("decode.latency_s", float)
+    fits_memory = _part("memory.fits", bool, dumped=True)
+    memory_required_bytes = _part("memory.total_bytes", float)
+    memory_capacity_bytes = _part("memory.capacity_bytes", float)
 
     @property
     def memory_per_device_bytes(self) -> dict[str, float]:
         """Each part of the per-device memory, by name (weights, kv_cache, ..., capacity, total)."""
         return {k.removesuffix("_bytes"): v for k, v in self.memory.model_dump().items() if k.endswith("_bytes")}
 
-    @property
-    def kv_cache_bytes_per_token(self) -> float:
-        return self.memory.kv_bytes_per_token
+    kv_cache_bytes_per_token = _part("memory.kv_bytes_per_token", float)
 
     @property
     def decode_tokens_per_s_per_request(self) -> float:
@@ -113,10 +98,7 @@ class LLMAnalysis(BaseModel):
     def decode_tokens_per_s(self) -> float:
         return self.batch / self.tpot_s
 
-    @computed_field
-    @property
-    def bound(self) -> str:
-        return self.requested.bound
+    bound = _part("requested.bound", str, dumped=True)
 
     @computed_field
     @property
@@ -124,32 +106,14 @@ class LLMAnalysis(BaseModel):
         return not self.reasons
 
     # what the JSON adds: names, the precision flattened
-    @computed_field
-    @property
-    def kernel_layout(self) -> str:
-        return self.layout
-
-    @computed_field
-    @property
-    def weight_dtype(self) -> str:
-        return self.precision.weight
-
-    @computed_field
-    @property
-    def act_dtype(self) -> str:
-        return self.precision.act
-
-    @computed_field
-    @property
-    def kv_dtype(self) -> str:
-        return self.precision.kv
+    kernel_layout = _part("layout", str, dumped=True)
+    weight_dtype = _part("precision.weight", str, dumped=True)
+    act_dtype = _part("precision.act", str, dumped=True)
+    kv_dtype = _part("precision.kv", str, dumped=True)
 
     @computed_field
     @property
     def precision_note(self) -> str:
         return self.precision.describe()
 
-    @computed_field
-    @property
-    def devices(self) -> int:
-        return self.tp
+    devices = _part("tp", int, dumped=True)

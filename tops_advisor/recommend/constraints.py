@@ -67,18 +67,15 @@ def prefilter(hw: Hardware, c: Constraints) -> str | None:
 
 
 def filters_text(c: Constraints) -> str:
-    parts = []
-    if c.latency_s:
-        parts.append(f"latency <= {format_seconds(c.latency_s)}")
-    if c.throughput_per_s:
-        parts.append(f"throughput >= {c.throughput_per_s:g}/s")
-    if c.segment:
-        parts.append(f"segment {c.segment}")
-    if c.max_power_w:
-        parts.append(f"power <= {c.max_power_w:g} W")
-    if c.max_price_usd:
-        parts.append(f"price <= ${c.max_price_usd:,.0f}")
-    if c.hardware:
-        parts.append(f"hardware {', '.join(c.hardware)}")
+    """The constraints in force, one clause each, in a fixed order; the dtypes always."""
+    clauses = (  # (the constraint's value, or None when unset; how it reads)
+        (c.latency_s and format_seconds(c.latency_s), "latency <= {}"),
+        (c.throughput_per_s, "throughput >= {:g}/s"),
+        (c.segment, "segment {}"),
+        (c.max_power_w, "power <= {:g} W"),
+        (c.max_price_usd, "price <= ${:,.0f}"),
+        (c.hardware and ", ".join(c.hardware), "hardware {}"),
+    )
+    parts = [text.format(value) for value, text in clauses if value]
     parts.append(f"dtype {'/'.join(c.dtypes)}")
     return ", ".join(parts)

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "slow-ops"))
-from slow_ops_sweep import new_result, timed, write_result  # noqa: E402  (the shared CUDA-event timer)
+from slow_ops_sweep import run_cases, timed  # noqa: E402  (the shared CUDA-event timer and sweep loop)
 
 from tops_advisor.probe.kit import CudaBackend
 
@@ -27,28 +27,25 @@ SHAPES = [(h, h) for h in (256, 384, 512, 768, 1024)] + [(3 * h, h) for h in (38
     + [(4 * h, h) for h in (256, 384, 512, 768, 1024)] + [(h, 4 * h) for h in (256, 384, 512, 768, 1024)]
 
 
+def linear_case(m: int, n: int, k: int, backend: CudaBackend) -> dict:
+    x = torch.randn(m, k, device="cuda")
+    w = torch.randn(n, k, device="cuda")
+    b = torch.randn(n, device="cuda")
+
+    def fn():
+        return F.linear(x, w, b)
+    fn()
+    t, names = timed(fn, backend)
+    return {"m": m, "n": n, "k": k, "time_s": t, "tflops": 2.0 * m * n * k / t / 1e12, "kernels": names}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    backend = CudaBackend()
-    out = new_result("cases")
-    with torch.inference_mode():
-        for m in ROWS:
-            for n, k in SHAPES:
-                x = torch.randn(m, k, device="cuda")
-                w = torch.randn(n, k, device="cuda")
-                b = torch.randn(n, device="cuda")
-
-                def fn(x=x, w=w, b=b):
-                    return F.linear(x, w, b)
-                fn()
-                t, names = timed(fn, backend)
-                out["cases"].append({"m": m, "n": n, "k": k, "time_s": t,
-                                     "tflops": 2.0 * m * n * k / t / 1e12, "kernels": names})
-                print(f"m={m} n={n} k={k}: {t * 1e6:.1f} us {2.0 * m * n * k / t / 1e12:.2f} TFLOPS "
-                      f"{[s[:40] for s in names]}", file=sys.stderr)
-    write_result(args.out, out)
+    run_cases(args.out, "cases", linear_case, [(m, n, k) for m in ROWS for n, k in SHAPES],
+              lambda r: f"m={r['m']} n={r['n']} k={r['k']}: {r['time_s'] * 1e6:.1f} us {r['tflops']:.2f} TFLOPS "
+                        f"{[s[:40] for s in r['kernels']]}")
     return 0
 
 

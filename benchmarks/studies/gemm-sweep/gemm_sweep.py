@@ -18,7 +18,7 @@ import sys
 import time
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--precision", nargs="+", default=["bf16"])
     ap.add_argument("--start", type=int, default=1024)
@@ -34,11 +34,69 @@ def main(argv: list[str] | None = None) -> int:
                     help="Walk m from the largest down (checks that the order of the sweep does not matter).")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--output", default=None)
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
+
+def time_shape(backend, precision: str, m: int, n: int, k: int, device, repeats: int) -> float | None:
+    """TOPS of one (m, n, k) product, timed as the probe times it; None where the shape is unsupported or
+    does not fit in memory."""
     import torch
 
     from tops_advisor.errors import ShapeUnsupported
+    from tops_advisor.probe.gemm import make_gemm
+
+    try:
+        fn = make_gemm(precision, m, n, k, device)
+        t = backend.time(fn, warmup=1, repeats=repeats, flush=True)
+    except ShapeUnsupported:
+        return None
+    except RuntimeError as exc:
+        if "out of memory" not in str(exc).lower():
+            raise
+        torch.cuda.empty_cache()
+        return None
+    finally:
+        fn = None
+    return 2.0 * m * n * k / t.median_s / 1e12
+
+
+def sweep_precision(backend, precision: str, sizes: range, m_sizes: range, budget_s: float | None, device,
+                    repeats: int) -> tuple[list[tuple], bool]:
+    """(m, n, k, TOPS) of every shape of the grid, and whether the grid was completed (not stopped by the
+    budget or Ctrl-C)."""
+    rows, t_start = [], time.perf_counter()
+    try:
+        for m in m_sizes:
+            for n in sizes:
+                for k in sizes:
+                    if budget_s and time.perf_counter() - t_start > budget_s:
+                        raise TimeoutError
+                    tops = time_shape(backend, precision, m, n, k, device, repeats)
+                    if tops is not None:
+                        rows.append((m, n, k, tops))
+            print(f"{precision} m={m}: {len(rows)} shapes, best so far {max(r[3] for r in rows):.1f} TOPS",
+                  file=sys.stderr, flush=True)
+    except (KeyboardInterrupt, TimeoutError):
+        return rows, False
+    return rows, True
+
+
+def precision_summary(rows: list[tuple], step: int, complete: bool, seconds: float) -> dict:
+    best = sorted(rows, key=lambda r: -r[3])[:10]
+    by_shape = {(r[0], r[1], r[2]): r[3] for r in rows}
+    return {
+        "step": step, "shapes": len(rows), "complete": complete, "seconds": round(seconds, 1),
+        "best": [{"m": m, "n": n, "k": k, "tops": tops} for m, n, k, tops in best],
+        "article_8192_tops": by_shape.get((8192, 8192, 8192)),
+        "all": [list(r) for r in rows],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    import torch
+
     from tops_advisor.probe.gemm import make_gemm
     from tops_advisor.probe.kit import make_backend
 
@@ -58,42 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     for p in args.precision:
         step, budget_s = steps.get(p, args.step), budgets.get(p, args.budget_s)
         sizes = range(args.start, args.stop + 1, step)
-        m_sizes = sizes[::-1] if args.descending else sizes
-        rows, t_start, complete = [], time.perf_counter(), True
-        try:
-            for m in m_sizes:
-                for n in sizes:
-                    for k in sizes:
-                        if budget_s and time.perf_counter() - t_start > budget_s:
-                            raise TimeoutError
-                        try:
-                            fn = make_gemm(p, m, n, k, device)
-                            t = backend.time(fn, warmup=1, repeats=args.repeats, flush=True)
-                        except ShapeUnsupported:
-                            continue
-                        except RuntimeError as exc:
-                            if "out of memory" not in str(exc).lower():
-                                raise
-                            torch.cuda.empty_cache()
-                            continue
-                        finally:
-                            fn = None
-                        rows.append((m, n, k, 2.0 * m * n * k / t.median_s / 1e12))
-                print(f"{p} m={m}: {len(rows)} shapes, best so far {max(r[3] for r in rows):.1f} TOPS",
-                      file=sys.stderr, flush=True)
-        except (KeyboardInterrupt, TimeoutError):
-            complete = False
-        best = sorted(rows, key=lambda r: -r[3])[:10]
-        by_shape = {(r[0], r[1], r[2]): r[3] for r in rows}
-        out["precisions"][p] = {
-            "step": step, "shapes": len(rows), "complete": complete,
-            "seconds": round(time.perf_counter() - t_start, 1),
-            "best": [{"m": m, "n": n, "k": k, "tops": tops} for m, n, k, tops in best],
-            "article_8192_tops": by_shape.get((8192, 8192, 8192)),
-            "all": [list(r) for r in rows],
-        }
-        if best:
-            print(f"{p}: best {best[0][3]:.1f} TOPS at {best[0][0]}x{best[0][1]}x{best[0][2]} over "
+        t_start = time.perf_counter()
+        rows, complete = sweep_precision(backend, p, sizes, sizes[::-1] if args.descending else sizes, budget_s,
+                                         device, args.repeats)
+        out["precisions"][p] = summary = precision_summary(rows, step, complete, time.perf_counter() - t_start)
+        if rows:
+            best = summary["best"][0]
+            print(f"{p}: best {best['tops']:.1f} TOPS at {best['m']}x{best['n']}x{best['k']} over "
                   f"{len(rows)} shapes{'' if complete else ' (stopped early)'}", flush=True)
         if args.output:  # after each precision, so a kill keeps the finished ones
             with open(args.output, "w", encoding="utf-8") as fh:

@@ -16,6 +16,7 @@ was measured. ``--grid groups`` sweeps the number of groups as well as their wid
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "slow-ops"))
-from slow_ops_sweep import new_result, timed, write_result  # noqa: E402  (the shared CUDA-event timer)
+from slow_ops_sweep import run_cases, timed  # noqa: E402  (the shared CUDA-event timer and sweep loop)
 
 from tops_advisor.probe.kit import CudaBackend
 
@@ -72,17 +73,11 @@ def main() -> int:
     else:
         shapes, batches = [(cpg, channels // cpg, side) for cpg, channels, side in SHAPES], BATCHES
     torch.backends.cudnn.benchmark = False  # PyTorch's default: cuDNN's heuristic choice, as in a model
-    backend = CudaBackend()
-    out = new_result("cases")
-    with torch.inference_mode():
-        for dtype in (torch.float16, torch.float32):
-            for n in batches:
-                for cpg, groups, side in shapes:
-                    r = case(n, cpg, groups, side, dtype, backend, args.plan)
-                    out["cases"].append(r)
-                    print(f"{r['dtype']} n={n} cpg={cpg} groups={r['groups']} {side}: {r['time_s'] * 1e6:.1f} us "
-                          f"{r['tflops']:.1f} TFLOPS {r['launches']} launches", file=sys.stderr)
-    write_result(args.out, out)
+    run_cases(args.out, "cases", functools.partial(case, plan=args.plan),
+              [(n, cpg, groups, side, dtype) for dtype in (torch.float16, torch.float32) for n in batches
+               for cpg, groups, side in shapes],
+              lambda r: f"{r['dtype']} n={r['n']} cpg={r['cpg']} groups={r['groups']} {r['side']}: "
+                        f"{r['time_s'] * 1e6:.1f} us {r['tflops']:.1f} TFLOPS {r['launches']} launches")
     return 0
 
 

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "slow-ops"))
-from slow_ops_sweep import new_result, write_result  # noqa: E402  (the sweeps' result file)
+from slow_ops_sweep import run_cases  # noqa: E402  (the sweeps' loop and result file)
 
 from tops_advisor.probe.kit import CudaBackend, capture_graph
 
@@ -52,15 +52,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    backend = CudaBackend()
-    out = new_result("runs")
-    with torch.inference_mode():
-        for L, d, bh in SHAPES:
-            rec = one(L, d, bh, backend)
-            out["runs"].append(rec)
-            print(f"L={L:5d} d={d:4d} bh={bh:5d} {rec['time_s'] * 1e6:9.1f} us "
-                  f"{rec['flops'] / rec['time_s'] / 1e12:7.1f} TFLOPS  {rec['kernel'][:50]}", file=sys.stderr)
-    write_result(args.out, out)
+    out = run_cases(args.out, "runs", one, SHAPES,
+                    lambda r: f"L={r['L']:5d} d={r['d']:4d} bh={r['bh']:5d} {r['time_s'] * 1e6:9.1f} us "
+                              f"{r['flops'] / r['time_s'] / 1e12:7.1f} TFLOPS  {r['kernel'][:50]}")
     print(statistics.median(r["time_s"] for r in out["runs"]))
     return 0
 

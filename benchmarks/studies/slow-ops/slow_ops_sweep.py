@@ -50,6 +50,20 @@ def write_result(path: str, doc: dict) -> None:
         json.dump(doc, f, indent=1)
 
 
+def run_cases(path: str, key: str, case, params, line) -> dict:
+    """A one-list sweep: ``case(*p, backend)`` for each ``p`` of ``params`` under inference mode on one CUDA
+    backend, each record printed to stderr as ``line(record)``, the document written to ``path``."""
+    backend = CudaBackend()
+    out = new_result(key)
+    with torch.inference_mode():
+        for p in params:
+            rec = case(*p, backend)
+            out[key].append(rec)
+            print(line(rec), file=sys.stderr)
+    write_result(path, out)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)

@@ -37,4 +37,9 @@ def by_width(bits16: float, bits32: float) -> dict[str, float]:
     return {"16-bit": bits16, "32-bit": bits32}
 
 
+def per_width(bits16: float, bits32: float, source: str) -> Any:
+    """A ``Default`` whose value differs by operand width: ``by_width(bits16, bits32)``, from ``source``."""
+    return table(source, by_width(bits16, bits32))
+
+
 WIDTHS = ("16-bit", "32-bit")

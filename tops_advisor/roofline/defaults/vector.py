@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import Default, by_width, table
+from .base import Default, by_width, per_width, table
 
 
 @dataclass(frozen=True)
@@ -38,12 +38,12 @@ class VectorDefaults:
               "of 16 run cuDNN's convolution kernels, not its GEMM ones (benchmarks/results/*records*)")
     depthwise_bandwidth_factor: Default[float] = Default(
         0.25, "H200 profiles at batch >= 32: 3x3 depthwise (MobileNetV2, EfficientNet-B0) 1040-1077 GB/s")
-    depthwise_vector_factor: Default[dict[str, float]] = table(
-        "H200 profiles: ConvNeXt-T's 7x7 depthwise at 8.7 TFLOPS fp16 (0.19 of the vector rate), 4.3 fp32 "
-        "(0.09); share of the vector rate", by_width(0.17, 0.085))
-    depthwise_1d_vector_factor: Default[dict[str, float]] = table(
-        "H200 sweep, cuDNN conv1D_NCHW: 256 channels, 33 taps, 800 steps, batch 32: 13.2 TFLOPS fp16 (0.28), "
-        "3.5 fp32 (0.075)", by_width(0.28, 0.075))
+    depthwise_vector_factor: Default[dict[str, float]] = per_width(
+        0.17, 0.085, "H200 profiles: ConvNeXt-T's 7x7 depthwise at 8.7 TFLOPS fp16 (0.19 of the vector "
+        "rate), 4.3 fp32 (0.09); share of the vector rate")
+    depthwise_1d_vector_factor: Default[dict[str, float]] = per_width(
+        0.28, 0.075, "H200 sweep, cuDNN conv1D_NCHW: 256 channels, 33 taps, 800 steps, batch 32: 13.2 TFLOPS "
+        "fp16 (0.28), 3.5 fp32 (0.075)")
     # Channels-last (NHWC) depthwise convolutions, as inductor runs them (``OpRecord.family ==
     # "channels_last"``): cuDNN's direct NHWC kernels (``conv2d_c1_k1_nhwc_specialized``) read each pixel's
     # channels contiguously, as a copy does, so they move their bytes at the copy bandwidth (the copy factor
@@ -54,9 +54,9 @@ class VectorDefaults:
     # 0.57. Arithmetic: ConvNeXt-T b32 fp16's 18 7x7 depthwise convolutions ran at 10.9 TFLOPS, 0.23 of the
     # vector rate (0.22 under autocast; EfficientNet's 5x5 0.22), where NCHW reaches 0.17. 32-bit: none
     # measured channels-last; NCHW's share is kept.
-    depthwise_channels_last_vector_factor: Default[dict[str, float]] = table(
-        "H200 compiled traces: ConvNeXt-T b32 fp16's 7x7 depthwise channels-last at 10.9 TFLOPS (0.23); "
-        "32-bit unmeasured, NCHW's share kept", by_width(0.23, 0.085))
+    depthwise_channels_last_vector_factor: Default[dict[str, float]] = per_width(
+        0.23, 0.085, "H200 compiled traces: ConvNeXt-T b32 fp16's 7x7 depthwise channels-last at 10.9 TFLOPS "
+        "(0.23); 32-bit unmeasured, NCHW's share kept")
     # Dilated depthwise convolutions channels-last have no NHWC depthwise kernel: cuDNN runs its generic
     # ``conv2d_grouped_direct_kernel`` (H200 trace of compiled DeepLabV3-MobileNetV3-L b32 fp16, the three
     # 5x5 dilation-2 depthwise convolutions of its last stage at 65x65: 1,670 us for 672 channels, 3,577 and
@@ -122,12 +122,12 @@ class VectorDefaults:
         "H200 profiles: batch norm over eight profiled sets, layer norm's row fit, group norm's apply pass at "
         "the elementwise share", dict(
             batch_norm=by_width(0.73, 0.65), layer_norm=by_width(0.73, 1.0), group_norm=by_width(0.73, 0.91)))
-    group_norm_element_s: Default[dict[str, float]] = table(
-        "H200 profiles (SD-UNet, ViT-L/R50 hybrid, SHViT, wav2vec 2.0): median per element of a row per row "
-        "wave, at the H200's clock", by_width(0.50e-9, 0.46e-9))
-    layer_norm_row_s: Default[dict[str, float]] = table(
-        "H200 profiles, least squares over one-kernel layer norms above 8 us: per row per SM at the H200's "
-        "clock (n=905 fp16, 668 fp32)", by_width(0.135e-6, 0.184e-6))
+    group_norm_element_s: Default[dict[str, float]] = per_width(
+        0.50e-9, 0.46e-9, "H200 profiles (SD-UNet, ViT-L/R50 hybrid, SHViT, wav2vec 2.0): median per element "
+        "of a row per row wave, at the H200's clock")
+    layer_norm_row_s: Default[dict[str, float]] = per_width(
+        0.135e-6, 0.184e-6, "H200 profiles, least squares over one-kernel layer norms above 8 us: per row "
+        "per SM at the H200's clock (n=905 fp16, 668 fp32)")
     layer_norm_reference_clock_mhz: Default[float] = Default(1980.0, "H200 SXM boost clock "
                                                                      "(hardware_db/h200-sxm.toml)")
     # Memory-bound kernels reading an activation through a permuted/transposed view (``strided``) move their
