@@ -16,6 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .kinds import Mode
+
 FAMILIES = ("cnn", "transformer")
 SUMMARY_PATH = Path(__file__).parent / "data" / "accuracy_h200.json"
 # Per-card bands from published measurements on other cards (docs/published.md); regenerate with
@@ -95,7 +97,7 @@ def expected_error(family: str, mode: str, calibrated: bool, summary: dict | Non
         band = card_band(hardware, "model", cards)
         if band is not None:
             return band.model_copy(update={"family": family, "mode": mode, "calibrated": False})
-    if mode == "compiled" or dtype == "amp":
+    if mode == Mode.COMPILED or dtype == "amp":
         return blind_band(mode, "amp" if dtype == "amp" else "fp16", calibrated)
     if not summary:
         return None
@@ -150,7 +152,7 @@ def summarise_rows(rows: list[dict], card_class: str, source: str) -> dict:
 
     bands = []
     for family in FAMILIES:
-        for mode in ("graph", "eager"):
+        for mode in (Mode.GRAPH, Mode.EAGER):
             for calibrated, key in ((False, "err_default"), (True, "err_calibrated")):
                 vals = [abs(r[key]) for r in rows
                         if r.get("family") == family and r.get("mode") == mode and r.get(key) is not None]

@@ -9,6 +9,7 @@ import math
 
 from .catalog import Hardware
 from .formatting import fmt_bytes, fmt_memory, fmt_number, format_seconds
+from .kinds import Mode
 from .roofline import Prediction
 
 # Sourced: the article's pitfall, under 60% of peak means something other than compute binds.
@@ -38,16 +39,16 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
                    f"(int8 halves fp16 weights), shrink the batch, or split over {devices:,}+ devices"
                    + (f" ({hw.peer_link})" if hw.peer_link else " (no peer link: PCIe only)"))
     host_stall = lat - pred.device_time_s
-    if pred.mode == "eager" and host_stall > HOST_STALL_SHARE * lat:
+    if pred.mode == Mode.EAGER and host_stall > HOST_STALL_SHARE * lat:
         msg = (f"host launch overhead: the GPU waits {host_stall / lat:.0%} of the time for {pred.kernels} "
                f"kernel launches; replay as a CUDA graph (torch.cuda.CUDAGraph or "
                f"torch.compile(mode='reduce-overhead'))")
-        if other_mode is not None and other_mode.mode == "graph":
+        if other_mode is not None and other_mode.mode == Mode.GRAPH:
             msg += f": predicted {format_seconds(other_mode.latency_s)} instead of {format_seconds(lat)}"
         out.append(msg)
     overhead = pred.time_by_bound_s.get("overhead", 0.0) - max(host_stall, 0.0)
     if overhead > OVERHEAD_SHARE * lat:
-        fuse = "raise" if pred.mode == "compiled" else "fuse operators (torch.compile) or raise"
+        fuse = "raise" if pred.mode == Mode.COMPILED else "fuse operators (torch.compile) or raise"
         out.append(f"per-kernel cost is {overhead / lat:.0%} of the time ({pred.kernels} kernels): {fuse} "
                    f"the batch; the cost is paid per batch, not per sample")
     memory = pred.time_by_bound_s.get("memory", 0.0)
@@ -59,7 +60,7 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
             out.append(head + f"weights are {weights:.0%} of the traffic: raise the batch to reuse them, or "
                               "lower the precision to move fewer bytes")
         else:
-            fuse = "" if pred.mode == "compiled" else "fuse elementwise and norm operators (torch.compile), or "
+            fuse = "" if pred.mode == Mode.COMPILED else "fuse elementwise and norm operators (torch.compile), or "
             out.append(head + f"activations are {1 - weights:.0%} of the traffic, so a bigger batch will not "
                               f"help: {fuse}lower the precision")
     compute = pred.time_by_bound_s.get("compute", 0.0)

@@ -22,6 +22,7 @@ from .calibration import Calibration, find_calibration, load_calibration
 from .catalog import Catalog, Hardware, load_catalog
 from .errors import CountingError, DoesNotFitError, check_batch
 from .formatting import fmt_bytes, fmt_memory
+from .kinds import Mode
 from .roofline import Prediction, device_perf, predict
 from .roofline.hosts import HostProfile, host_perf
 from .scaling import batch_affine, retype
@@ -181,7 +182,7 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
     pred = predict(workload, hw, mode=mode, tf32_matmul=tf32_matmul, perf=perf)
     other = None
     if mode != "compiled":  # compiled: no eager counterpart from inductor's kernels
-        other_mode = "graph" if mode == "eager" else "eager"
+        other_mode = Mode.GRAPH if mode == Mode.EAGER else Mode.EAGER
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UnsupportedOpWarning)
             other_workload = costs.at(batch, dtype, mode=other_mode)  # counted again only if the path differs

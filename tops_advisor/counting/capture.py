@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..kinds import Mode
+
 
 @dataclass
 class CaptureProbe:
@@ -51,4 +53,4 @@ def capture_state(captured: bool) -> Iterator[CaptureProbe]:
 def captured_for(mode: str) -> bool:
     """Whether a prediction mode's forward runs captured: graph (CUDA-graph capture) and compiled (dynamo
     traces it, then inductor's graph is captured) do, eager does not."""
-    return mode != "eager"
+    return mode != Mode.EAGER

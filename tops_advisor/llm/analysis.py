@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from ..catalog import Hardware
 from ..errors import InputError, LLMConfigError, UnsupportedPrecisionError
+from ..kinds import Bound, Mode
 from ..search import first_true
 from .builder import KERNEL_LAYOUTS, PHASES, build_workload, check_sizes
 from .config import LLMConfig
@@ -47,7 +48,7 @@ DEFAULT_GENERATE = 128
 # bisection), well above serving engines' decode batches (vLLM's --max-num-seqs: 256 by default in its v0.5
 # and v0.6 engine-argument docs). A step still memory-bound at 4096 sequences is reported as None.
 CROSSOVER_SEARCH_MAX_BATCH = 4096
-BOUNDS = ("compute", "memory", "overhead", "communication")
+BOUNDS = tuple(Bound)
 
 Predictor = Callable[..., object]  # (workload, hardware, calibration, mode) -> object with latency_s, bound
 
@@ -169,7 +170,7 @@ def _check_options(batch: int, tp: int, phase: str, layout: str, mode: str) -> N
         raise InputError(f"unknown phase {phase!r}; expected prefill or decode")
     if layout not in KERNEL_LAYOUTS:
         raise InputError(f"unknown kernel layout {layout!r}; expected torch or fused")
-    if mode not in ("graph", "eager"):
+    if mode not in (Mode.GRAPH, Mode.EAGER):
         raise InputError(f"unknown mode {mode!r}; expected graph or eager")
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from ..catalog import Hardware
 from ..errors import InputError, LLMConfigError
+from ..kinds import Mode
 from .config import LLMConfig, RankShape
 
 NCCL_BASE_LATENCY_S = 3.6e-6
@@ -122,7 +123,7 @@ def measured_link(links, mode: str = "graph") -> Link:
     """A Link from a calibration's ``links`` (tops_advisor.calibration.Links)."""
     kind = links.link_kind or ("nvlink" if links.device == "cuda" else "pcie")
     step = NCCL_STEP_LATENCY_S.get(kind, NCCL_STEP_LATENCY_S["pcie"])
-    graph = mode == "graph" and links.all_reduce_graph_latency_us is not None
+    graph = mode == Mode.GRAPH and links.all_reduce_graph_latency_us is not None
     latency_us = links.all_reduce_graph_latency_us if graph else links.all_reduce_latency_us
     name = (f"measured {kind if links.device == 'cuda' else links.device} links ({links.backend}, "
             f"{links.world_size} ranks: all-reduce bus {links.all_reduce_busbw_gb_s:.3g} GB/s, "

@@ -19,6 +19,7 @@ from ..advice import advise
 from ..calibration import Calibration
 from ..catalog import Hardware
 from ..errors import NothingFeasibleError, UnsupportedPrecisionError
+from ..kinds import Mode
 from ..roofline import Prediction, device_perf, predict
 from ..units import format_seconds
 from ..workload import NoteKind, Workload
@@ -126,7 +127,7 @@ def _relax_hint(c: Constraints) -> str:
     tries = ["relax the target"]
     if set(c.dtypes) != set(AUTO_DTYPES):
         tries.append("allow another --dtype (or auto)")
-    if c.mode == "eager":
+    if c.mode == Mode.EAGER:
         tries.append("--mode graph")
     return ", ".join(tries[:-1]) + f", or {tries[-1]}" if len(tries) > 1 else tries[0]
 
@@ -148,7 +149,7 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
     if first.unsupported_ops:
         notes.append("unsupported operators counted as zero: "
                      + ", ".join(f"{k} x{v}" for k, v in first.unsupported_ops.items()))
-    if c.mode != "eager":  # a model CUDA graphs cannot capture (counting/notes.py)
+    if c.mode != Mode.EAGER:  # a model CUDA graphs cannot capture (counting/notes.py)
         notes += [n.text for n in first.notes if n.kind == NoteKind.CAPTURE_FAILS]
     return RecommendResult(recommendations=recs, rejected=rejected, constraints=c, notes=tuple(notes))
 

@@ -8,10 +8,11 @@ from rich.table import Table
 
 from ..accuracy import ErrorBand
 from ..formatting import fmt_bytes, fmt_memory, fmt_number, fmt_ops, fmt_tops, format_seconds
+from ..kinds import Bound, Mode
 from ..roofline import Prediction
 from .tables import FittedTable, bullet, name_column, new_table, number_column, word_column
 
-BOUND_ORDER = ("compute", "memory", "overhead")
+BOUND_ORDER = (Bound.COMPUTE, Bound.MEMORY, Bound.OVERHEAD)
 
 
 
@@ -32,7 +33,7 @@ def time_line(pred: Prediction) -> str:
     split = time_split(pred)
     parts = [f"{format_seconds(split[b])} {b}-bound" for b in BOUND_ORDER if split[b] > 0]
     text = f"{format_seconds(pred.latency_s)} = " + " + ".join(parts) + " operators"
-    if pred.mode == "eager":
+    if pred.mode == Mode.EAGER:
         text += (f" + {format_seconds(split['host wait'])} waiting for launches (the host spends "
                  f"{format_seconds(pred.host_time_s)} launching, overlapped with the device's work)")
     return text

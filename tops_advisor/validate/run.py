@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from ..accuracy import ErrorBand, expected_error
 from ..errors import InputError, UnknownHardwareError, UnsupportedPrecisionError
 from ..formatting import format_seconds
+from ..kinds import Mode
 from .compare import KindRow, LatencyRow, compare_by_kind, compare_latency
 
 MEASURABLE_DTYPES = ("fp32", "fp16", "bf16", "amp")   # amp: autocast to fp16 (the fp16 peak)
@@ -117,7 +118,7 @@ def run_validation(model, batches: list[int], dtype: str, catalog, *, mode: str 
     perf = (device_perf(hw), device_perf(hw, cal, source) if cal else None)  # (defaults, calibrated)
     model_file = load_model(model)  # the one import of the user's file: measured and counted
     costs = ModelCosts(model_file, base_dtype=dtype)
-    modes = tuple(m for m in (("graph", "eager") if mode == "both" else (mode,)) if device == "cuda" or m != "graph")
+    modes = tuple(m for m in ((Mode.GRAPH, Mode.EAGER) if mode == "both" else (Mode(mode),)) if device == "cuda" or m != Mode.GRAPH)
     say(f"measuring {model_file.label} on {M.device_name(device)} ({device}), {dtype}, batches "
         f"{', '.join(map(str, batches))}; predicting for {hw.id}")
     measured = M.measure_batches(model_file, batches, dtype, repeats=repeats, warmup=warmup, profile=per_op,

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ...errors import CountingError
-from ...kinds import Lowering
+from ...kinds import Lowering, Mode
 from ...workload import OpRecord
 from .eager_cuda import lower_pytorch_cuda
 from .facts import CountedOp, Flow, OpFacts, TensorFacts, Value
@@ -46,7 +46,7 @@ LOWERINGS: dict[Lowering, Callable[[Iterable[CountedOp]], tuple[OpRecord, ...]]]
 
 def lowering_for(mode: str) -> Lowering:
     """The lowering a prediction mode runs on: inductor's kernels for ``compiled``, eager PyTorch's else."""
-    return Lowering.INDUCTOR_CUDA if mode == "compiled" else Lowering.PYTORCH_CUDA
+    return Lowering.INDUCTOR_CUDA if mode == Mode.COMPILED else Lowering.PYTORCH_CUDA
 
 
 def lower(name: str, ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
