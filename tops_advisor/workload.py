@@ -31,7 +31,9 @@ class GemmShape:
     its ``plane`` is aligned), ``spatial_dims`` (1-D convolutions run other kernels than 2-D ones) and
     ``plane`` (the spatial elements of one image and channel, H_out*W_out: the contiguous row of NCHW);
     attention reports its larger product (m = query length, n = key length, k = head dim,
-    batch = batch*heads).
+    batch = batch*heads). Two memory-bound operators report their kernel's parallel shape here instead (k = 1):
+    layer and group norms their rows (m) of n elements, bilinear upsampling its output positions (m = H*W) and
+    planes (n = N*C); the roofline keeps each meaning in a field of its own (``roofline.arrays.SHAPE_FIELDS``).
     """
 
     m: int

@@ -30,7 +30,64 @@ def test_gemm_shape_batch_becomes_one_field_per_meaning():
     assert a.batch_heads.tolist() == [0, 0, 96, 0, 0]
     assert a.kind.tolist() == [OpKind.MATMUL.position, OpKind.CONV.position, OpKind.ATTENTION.position,
                                OpKind.NORM.position, OpKind.ELEMENTWISE.position]
-    assert a.m.tolist() == [64, 64, 64, 64, 0] and a.window.tolist() == [1] * 5
+    # m, n, k are a GEMM's only: the norm's (64, 32) are its rows and their elements
+    assert a.m.tolist() == [64, 64, 64, 0, 0] and a.n.tolist() == [32, 32, 32, 0, 0]
+    assert a.k.tolist() == [16, 16, 16, 0, 0] and a.window.tolist() == [1] * 5
+    assert a.norm_rows.tolist() == [0, 0, 0, 64, 0] and a.norm_row_elements.tolist() == [0, 0, 0, 32, 0]
+    assert a.upsample_positions.tolist() == [0] * 5 and a.upsample_planes.tolist() == [0] * 5
+
+
+def _counted(module, x):
+    from tops_advisor.counting import count_module
+
+    w = count_module(module, (x,), "fp16")
+    assert len(w.ops) == 1
+    return op_arrays(w)
+
+
+def test_a_layer_norm_has_rows_and_no_gemm_shape():
+    """LayerNorm(768) over (4, 197, 768): 4 x 197 = 788 rows of 768 elements, one thread block per row."""
+    import torch
+
+    a = _counted(torch.nn.LayerNorm(768), torch.empty(4, 197, 768, device="meta"))
+    assert a.family.tolist() == ["layer_norm"] and a.is_kind(OpKind.NORM).all()
+    assert (a.norm_rows[0], a.norm_row_elements[0]) == (4 * 197, 768)
+    assert (a.m[0], a.n[0], a.k[0]) == (0, 0, 0)
+    assert (a.gemm_batch[0], a.groups[0], a.batch_heads[0]) == (0, 0, 0)
+    assert (a.upsample_positions[0], a.upsample_planes[0]) == (0, 0)
+
+
+def test_a_layer_norm_rows_time_reads_its_rows():
+    """The rows' fixed time is rows / SMs x the per-row time: 788 rows on the toy card's 100 SMs, 16-bit. The toy
+    card gives no clock, so the per-row time is taken at the reference clock as it is."""
+    import torch
+
+    from tops_advisor.roofline.rates.memory import layer_norm_rows_s
+
+    a = _counted(torch.nn.LayerNorm(768), torch.empty(4, 197, 768, device="meta"))
+    perf = device_perf(make_hardware())
+    assert perf.compute_units == 100 and not perf.hardware.boost_clock_mhz
+    per_row_s = perf.defaults.layer_norm_row_s.value["16-bit"]
+    assert layer_norm_rows_s(a, perf)[0] == pytest.approx(788 / 100 * per_row_s, rel=1e-12)
+
+
+def test_a_group_norm_has_rows_of_channels_per_group_times_plane():
+    """GroupNorm(8, 64) over (2, 64, 10, 10): 2 x 8 = 16 rows of 64 / 8 x 10 x 10 = 800 elements."""
+    import torch
+
+    a = _counted(torch.nn.GroupNorm(8, 64), torch.empty(2, 64, 10, 10, device="meta"))
+    assert a.family.tolist() == ["group_norm"]
+    assert (a.norm_rows[0], a.norm_row_elements[0]) == (16, 800) and (a.m[0], a.n[0], a.k[0]) == (0, 0, 0)
+
+
+def test_bilinear_upsampling_has_positions_and_planes():
+    """Bilinear upsampling of (4, 8, 10, 10) to 20 x 20: 400 output positions, 4 x 8 = 32 planes."""
+    import torch
+
+    a = _counted(torch.nn.Upsample(size=(20, 20), mode="bilinear"), torch.empty(4, 8, 10, 10, device="meta"))
+    assert a.family.tolist() == ["bilinear_upsample"] and a.is_kind(OpKind.COPY).all()
+    assert (a.upsample_positions[0], a.upsample_planes[0]) == (400, 32)
+    assert (a.m[0], a.n[0], a.k[0], a.norm_rows[0], a.norm_row_elements[0]) == (0, 0, 0, 0, 0)
 
 
 def test_moe_experts_hit_reach_gemm_batch():

@@ -4,18 +4,35 @@
 built once per workload (``op_arrays``, cached) and never changed; the rates take subsets (``take``) and
 derive the dense shapes they run (``dataclasses.replace``).
 
-``GemmShape.batch`` (tops_advisor/workload.py) counts a different thing for each operator kind, so it becomes
-three fields here, each zero for operators of other kinds:
+The counter's ``GemmShape`` (tops_advisor/workload.py) means a different thing for each operator kind: a
+matrix product for the GEMM kinds, its kernel's parallel shape for a few memory-bound operators. Each of its
+dimensions lands in the field of its meaning (``SHAPE_FIELDS``); every shape field below is 0 for operators of
+other kinds and for operators without a shape.
 
-    gemm_batch   matmuls: the independent products of one call (bmm's batch; a MoE grouped GEMM's experts hit,
-                 ``round(experts_hit)`` from counting or the LLM builder)
+GEMM kinds (matmul, conv, attention), ``batch`` (m x k) @ (k x n) products:
+
+    m, n, k      matmuls: rows, columns and reduction depth of each product
+                 convolutions: the implicit GEMM, m = N*H_out*W_out, n = C_out/groups, k = C_in/groups*kh*kw
+                 fused attention: its larger product Q @ K^T, m = query length, n = key length, k = head dim
+    gemm_batch   matmuls: the independent products of one call (bmm's batch; a MoE grouped GEMM's experts
+                 hit, ``round(experts_hit)`` from counting or the LLM builder)
     groups       convolutions: the convolution's groups
     batch_heads  fused attention: batch x heads (x the heads sharing one key/value head in grouped decode)
 
-``m``, ``n`` and ``k`` are the operator's GEMM or GEMM-like shape (``GemmShape``): the implicit GEMM of a
-convolution (m = N*H_out*W_out, n = C_out/groups, k = C_in/groups*kh*kw), query length x key length x head
-dim for attention, rows x elements per row for layer and group norms, output positions x (batch x channels)
-for bilinear upsampling; 0 where the counter records no shape.
+Norms: layer and group norms (batch and RMS norms record no shape); PyTorch's kernels reduce each row in one
+thread block.
+
+    norm_rows          layer norm: elements / elements of the normalized shape; group norm: batch x groups
+    norm_row_elements  layer norm: elements of the normalized shape; group norm: channels per group x plane
+
+Copies: bilinear upsampling, the only copy with a shape; PyTorch's NCHW kernel gives each output position one
+thread, which loops over the batch and the channels.
+
+    upsample_positions  output positions, H_out*W_out
+    upsample_planes     batch x channels
+
+``window``, ``spatial``, ``stride``, ``dilation`` and ``plane`` describe convolutions (neutral values for
+other operators: window, stride and dilation 1, spatial and plane 0).
 """
 
 from __future__ import annotations
@@ -27,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kinds import OpKind
-from ..workload import Workload
+from ..workload import OpRecord, Workload
 
 
 @dataclass(frozen=True)
@@ -42,12 +59,16 @@ class OpArrays:
     kind: np.ndarray           # int: ``OpKind.position`` (unknown kinds: OTHER)
     dtype: np.ndarray          # str: the precision the operator computes in
     family: np.ndarray         # str: ``OpRecord.family`` ("" when the kind says enough)
-    m: np.ndarray
-    n: np.ndarray
-    k: np.ndarray
+    m: np.ndarray              # GEMM kinds: rows of the product (attention: query length; 0 for other kinds)
+    n: np.ndarray              # GEMM kinds: columns (attention: key length; 0 for other kinds)
+    k: np.ndarray              # GEMM kinds: reduction depth (attention: head dim; 0 for other kinds)
     gemm_batch: np.ndarray     # matmuls: independent products per call (0 for other kinds)
     groups: np.ndarray         # convolutions: groups (0 for other kinds)
     batch_heads: np.ndarray    # attention: batch x heads (0 for other kinds)
+    norm_rows: np.ndarray      # norms: rows, one thread block each (0 for other kinds)
+    norm_row_elements: np.ndarray   # norms: elements per row (0 for other kinds)
+    upsample_positions: np.ndarray  # bilinear upsampling: output positions H_out*W_out (0 for other kinds)
+    upsample_planes: np.ndarray     # bilinear upsampling: batch x channels (0 for other kinds)
     window: np.ndarray         # convolutions: kh x kw (1 otherwise)
     spatial: np.ndarray        # convolutions: spatial dimensions, 1-3 (0 otherwise)
     stride: np.ndarray         # convolutions: the largest spatial stride (1 otherwise)
@@ -60,10 +81,6 @@ class OpArrays:
         ops = w.ops
         kinds = {k.value: k for k in OpKind}
         kind = [kinds.get(o.kind, OpKind.OTHER) for o in ops]
-        batch = np.array([o.gemm.batch if o.gemm else 0 for o in ops], dtype=np.float64)
-
-        def of_kind(wanted: OpKind) -> np.ndarray:
-            return np.where(np.array([k is wanted for k in kind], dtype=bool), batch, 0.0)
 
         def shape(name: str, missing: float) -> np.ndarray:
             return np.array([getattr(o.gemm, name) if o.gemm else missing for o in ops], dtype=np.float64)
@@ -77,8 +94,7 @@ class OpArrays:
             kind=np.array([k.position for k in kind], dtype=np.int64),
             dtype=np.array([o.dtype for o in ops]),
             family=np.array([o.family for o in ops]),
-            m=shape("m", 0), n=shape("n", 0), k=shape("k", 0),
-            gemm_batch=of_kind(OpKind.MATMUL), groups=of_kind(OpKind.CONV), batch_heads=of_kind(OpKind.ATTENTION),
+            **_split_shapes(ops, kind),
             window=shape("window", 1), spatial=shape("spatial_dims", 0), stride=shape("stride", 1),
             dilation=shape("dilation", 1), plane=shape("plane", 0))
 
@@ -121,6 +137,31 @@ class OpArrays:
 
 
 _DTYPES = {"strided": bool, "internal": bool, "kind": np.int64}
+
+# The field each dimension of the counter's GemmShape (m, n, k, batch) lands in, by the operator's kind
+# (None: not kept; kinds not listed keep no shape).
+SHAPE_FIELDS: dict[OpKind, tuple[str | None, str | None, str | None, str | None]] = {
+    OpKind.MATMUL: ("m", "n", "k", "gemm_batch"),
+    OpKind.CONV: ("m", "n", "k", "groups"),
+    OpKind.ATTENTION: ("m", "n", "k", "batch_heads"),
+    OpKind.NORM: ("norm_rows", "norm_row_elements", None, None),
+    OpKind.COPY: ("upsample_positions", "upsample_planes", None, None),
+}
+_SHAPE_DIMS = ("m", "n", "k", "batch")
+
+
+def _split_shapes(ops: tuple[OpRecord, ...], kind: list[OpKind]) -> dict[str, np.ndarray]:
+    """The shape fields of ``ops`` (``SHAPE_FIELDS``): each GemmShape dimension in its kind's field, 0 in the
+    others and for operators without a shape."""
+    names = {name for fields in SHAPE_FIELDS.values() for name in fields if name}
+    out = {name: np.zeros(len(ops), dtype=np.float64) for name in sorted(names)}
+    for i, (o, kd) in enumerate(zip(ops, kind, strict=True)):
+        if o.gemm is None:
+            continue
+        for dim, name in zip(_SHAPE_DIMS, SHAPE_FIELDS.get(kd, ()), strict=False):
+            if name:
+                out[name][i] = getattr(o.gemm, dim)
+    return out
 
 # --- computed once per workload ---------------------------------------------------------------------------
 _CACHE: dict[int, tuple[weakref.ref, OpArrays]] = {}

@@ -86,20 +86,23 @@ def bandwidth_factors(a: OpArrays, cls: np.ndarray, d: RooflineDefaults) -> np.n
 
 
 def bilinear_loop_s(a: OpArrays, perf: DevicePerf) -> np.ndarray:
-    """PyTorch's NCHW bilinear upsampling: one thread per output position (``m``) loops over batch x channels
-    (``n``), one memory round trip per iteration; positions beyond one wave of resident threads run again.
+    """PyTorch's NCHW bilinear upsampling: one thread per output position (``upsample_positions``) loops over
+    batch x channels (``upsample_planes``), one memory round trip per iteration; positions beyond one wave of
+    resident threads run again.
     H200 sweep (benchmarks/studies/slow-ops/slow_ops_sweep.py): 190-570 ns per iteration, 20-470 GB/s, where the copy model
     said 2-4 TB/s (LR-ASPP's 33 -> 65 upsampling at batch 128: 6.1 ms measured, 73 us predicted before)."""
     d = perf.defaults
-    waves = np.ceil(np.maximum(a.m, 1.0) / (perf.compute_units * d.resident_threads_per_unit.value))
-    return waves * a.n * d.bilinear_iteration_s.value
+    threads = perf.compute_units * d.resident_threads_per_unit.value
+    waves = np.ceil(np.maximum(a.upsample_positions, 1.0) / threads)
+    return waves * a.upsample_planes * d.bilinear_iteration_s.value
 
 
 def layer_norm_rows_s(a: OpArrays, perf: DevicePerf) -> np.ndarray:
-    """Per operator: the fixed time of a layer norm's rows (``m``; one thread block each in PyTorch's kernel,
-    ``RooflineDefaults.layer_norm_row_s``), spread over the SMs, at this card's clock; 0 for other operators."""
+    """Per operator: the fixed time of a layer norm's rows (``norm_rows``; one thread block each in PyTorch's
+    kernel, ``RooflineDefaults.layer_norm_row_s``), spread over the SMs, at this card's clock; 0 for other
+    operators."""
     per_row = by_width(perf.defaults.layer_norm_row_s.value, half_dtype(a)) * _cycles_scale(perf)
-    rows = np.where(a.family == "layer_norm", a.m, 0.0)
+    rows = np.where(a.family == "layer_norm", a.norm_rows, 0.0)
     return rows / max(perf.compute_units, 1) * per_row
 
 
@@ -113,9 +116,9 @@ def _cycles_scale(perf: DevicePerf) -> float:
 
 
 def group_norm_rows_s(a: OpArrays, perf: DevicePerf) -> np.ndarray:
-    """Per operator: the time of a group norm's row reductions (``m`` rows of ``n`` elements, one thread block
-    each, ``RooflineDefaults.group_norm_element_s`` per element), in waves of one row per SM, at this card's
-    clock; 0 for other operators."""
+    """Per operator: the time of a group norm's row reductions (``norm_rows`` rows of ``norm_row_elements``
+    elements, one thread block each, ``RooflineDefaults.group_norm_element_s`` per element), in waves of one
+    row per SM, at this card's clock; 0 for other operators."""
     per_element = by_width(perf.defaults.group_norm_element_s.value, half_dtype(a)) * _cycles_scale(perf)
-    waves = np.maximum(a.m / max(perf.compute_units, 1), 1.0)
-    return np.where(a.family == "group_norm", waves * a.n * per_element, 0.0)
+    waves = np.maximum(a.norm_rows / max(perf.compute_units, 1), 1.0)
+    return np.where(a.family == "group_norm", waves * a.norm_row_elements * per_element, 0.0)
