@@ -163,6 +163,7 @@ def _split_shapes(ops: tuple[OpRecord, ...], kind: list[OpKind]) -> dict[str, np
                 out[name][i] = getattr(o.gemm, dim)
     return out
 
+
 # --- computed once per workload ---------------------------------------------------------------------------
 _CACHE: dict[int, tuple[weakref.ref, OpArrays]] = {}
 
