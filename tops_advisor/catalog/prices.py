@@ -2,8 +2,9 @@
 
 Shipped prices live in ``hardware_db/prices/<device-id>.toml``: purchase prices (list price / MSRP, or a dated
 reseller or system-derived figure) in US dollars per card, and rental prices in US dollars per GPU-hour from
-named providers, each with its source and the date the source states (``date_kind = "published"``) or the date
-it was read (``date_kind = "read"``). A device no public figure exists for says so: ``no_public_price``. A
+named providers, each with its source and a date: the one the source gives (``date_kind = "stated"``: its
+publication, retrieval or snapshot date) or the day it was read (``date_kind = "read"``). A kind of price
+(purchase, rental) no public figure exists for says why in ``[no_public_price]``. A
 figure that is not a plain price of one card or one GPU-hour says how it was derived in ``basis`` ("8-GPU
 instance price / 8", "system price / 8").
 
@@ -65,7 +66,8 @@ class PriceEntry(BaseModel):
     provider: str | None = Field(default=None, min_length=2, description="Who rents it out (rental) or sells it.")
     source: str = Field(pattern=ID_PATTERN, description="Key of an entry in this file's [[sources]].")
     date: _dt.date = Field(description="ISO date the source states, or the date it was read.")
-    date_kind: Literal["published", "read"]
+    date_kind: Literal["stated", "read"] = Field(
+        description="stated: the date the source gives (publication, retrieval, snapshot); read: when it was read.")
     basis: str | None = Field(default=None, description="How the figure was derived, e.g. '8-GPU instance / 8'.")
     note: str | None = None
 
@@ -85,15 +87,19 @@ class PriceFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     device: str = Field(pattern=ID_PATTERN, description="Catalog id; equals the file name without .toml.")
-    no_public_price: str | None = Field(default=None, min_length=10,
-                                        description="Why no public purchase or rental figure is recorded.")
+    no_public_price: dict[PriceKind, str] = Field(
+        default_factory=dict, description="Per kind (purchase, rental) without an entry: why no public figure "
+                                          "is recorded.")
     sources: tuple[Source, ...] = ()
     prices: tuple[PriceEntry, ...] = ()
 
     @model_validator(mode="after")
     def _consistent(self) -> PriceFile:
-        if not self.prices and not self.no_public_price:
-            raise ValueError("no [[prices]] and no no_public_price: give prices, or say why there are none")
+        for kind, why in self.no_public_price.items():
+            if len(why.strip()) < 10:
+                raise ValueError(f"no_public_price.{kind.value} must say why (a sentence), got {why!r}")
+            if any(p.kind == kind for p in self.prices):
+                raise ValueError(f"no_public_price.{kind.value} is given but so is a {kind.value} price")
         keys = [s.key for s in self.sources]
         if len(set(keys)) != len(keys):
             raise ValueError("two sources share one key")
@@ -156,8 +162,13 @@ class PriceReport:
 
     device: str
     prices: tuple[DevicePrice, ...]
-    no_public_price: str | None
+    no_public_price: dict[PriceKind, str]   # kinds without a price: why
     today: _dt.date
+
+    def missing_kinds(self) -> list[PriceKind]:
+        """Kinds with neither a price nor a stated reason for having none."""
+        have = {p.kind for p in self.prices}
+        return [k for k in PriceKind if k not in have and k not in self.no_public_price]
 
     def cheapest(self, kind: PriceKind) -> DevicePrice | None:
         of_kind = [p for p in self.prices if p.kind == kind]
@@ -282,7 +293,7 @@ def _device_file_msrp(hw: Hardware) -> DevicePrice | None:
         except ValueError:
             date = None
     return DevicePrice(PriceKind.PURCHASE, hw.price_usd, PricePer.CARD, None, source, "shipped", date,
-                       "published" if date else None, basis="launch MSRP (device file)", note=hw.price_note)
+                       "stated" if date else None, basis="launch MSRP (device file)", note=hw.price_note)
 
 
 def _shipped_entries(pf: PriceFile | None) -> list[DevicePrice]:
@@ -316,7 +327,9 @@ def device_prices(hw: Hardware, shipped: dict[str, PriceFile], user: UserPrices 
     mine = _user_entries(user, hw.id) if user else []
     overridden = {e.kind for e in mine}
     entries = mine + [e for e in entries if e.kind not in overridden]
-    return PriceReport(hw.id, tuple(entries), pf.no_public_price if pf else None, today or _dt.date.today())
+    have = {e.kind for e in entries}
+    why = {k: v for k, v in (pf.no_public_price if pf else {}).items() if k not in have}
+    return PriceReport(hw.id, tuple(entries), why, today or _dt.date.today())
 
 
 def load_prices(catalog: Catalog, user_path: Path | str | None = None) -> tuple[dict[str, PriceFile],
