@@ -95,6 +95,8 @@ class PriceFile(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> PriceFile:
+        if not self.prices and not self.no_public_price:
+            raise ValueError("no [[prices]] and no [no_public_price]: give prices, or say why there are none")
         for kind, why in self.no_public_price.items():
             if len(why.strip()) < 10:
                 raise ValueError(f"no_public_price.{kind.value} must say why (a sentence), got {why!r}")
@@ -206,7 +208,10 @@ def load_price_file(path: Path | str, known_ids: Iterable[str] | None = None) ->
     try:
         pf = PriceFile.model_validate(_read_toml(path))
     except ValidationError as exc:
-        raise PriceFileError(format_validation_error(path, exc)) from None
+        msg = format_validation_error(path, exc, _FILE_UNKNOWN_KEY)
+        if exc.errors()[0]["type"].startswith(("date_", "datetime_")):
+            msg += "; expected an ISO date such as 2026-12-01"
+        raise PriceFileError(msg) from None
     if path.stem != pf.device:
         raise PriceFileError(f"{path}: field device: {pf.device!r} must equal the file name {path.stem!r}")
     if known_ids is not None:
@@ -250,6 +255,8 @@ def user_prices_path(option: Path | str | None = None) -> Path | None:
     return Path(env) if env else None
 
 
+_USER_UNKNOWN_KEY = "unknown key; expected usd_per_hour (USD per GPU-hour) or purchase_usd (USD per card)"
+_FILE_UNKNOWN_KEY = "unknown key (not a price-file field; docs/hardware.md, 'Prices', lists them)"
 _USER_HINT = "a prices file holds [device-id] tables with usd_per_hour and/or purchase_usd, e.g. " \
              "'[h100-sxm]' then 'usd_per_hour = 2.5'"
 
@@ -269,9 +276,8 @@ def load_user_prices(path: Path | str, catalog: Catalog) -> UserPrices:
         try:
             by_device[hw.id] = UserPrice.model_validate(table)
         except ValidationError as exc:
-            raise PriceFileError(format_validation_error(f"{path}: [{name}]", exc).replace(
-                "'tops-advisor hardware schema' lists them", "expected usd_per_hour or purchase_usd"),
-                hint=_USER_HINT) from None
+            raise PriceFileError(format_validation_error(f"{path}: [{name}]", exc, _USER_UNKNOWN_KEY),
+                                 hint=_USER_HINT) from None
     if not by_device:
         raise PriceFileError(f"{path}: no [device-id] tables", hint=_USER_HINT)
     return UserPrices(path, by_device)
