@@ -194,3 +194,10 @@ def test_user_prices_are_never_old(catalog, shipped):
     user = load_user_prices(USER / "good.toml", catalog)
     report = device_prices(catalog.get("h100-sxm"), shipped, user, today=dt.date(2040, 1, 1))
     assert not any(p.older_than_a_year(report.today) for p in report.prices if p.whose != "shipped")
+
+
+def test_the_cheapest_price_prefers_current_ones(catalog, shipped):
+    """H200 SXM: an AWS Capacity Block rate of 2025 is lower than Google Cloud's of 2026, but older than a year."""
+    report = device_prices(catalog.get("h200-sxm"), shipped, today=TODAY)
+    assert report.cheapest(PriceKind.RENTAL).provider == "Google Cloud"
+    assert device_prices(catalog.get("rtx-4090"), shipped, today=TODAY).cheapest(PriceKind.PURCHASE).usd == 1599

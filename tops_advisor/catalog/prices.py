@@ -173,8 +173,11 @@ class PriceReport:
         return [k for k in PriceKind if k not in have and k not in self.no_public_price]
 
     def cheapest(self, kind: PriceKind) -> DevicePrice | None:
+        """The lowest price of ``kind`` among those not older than a year, else among all (None if none)."""
         of_kind = [p for p in self.prices if p.kind == kind]
-        return min(of_kind, key=lambda p: p.usd) if of_kind else None
+        current = [p for p in of_kind if not p.older_than_a_year(self.today)]
+        pool = current or of_kind
+        return min(pool, key=lambda p: p.usd) if pool else None
 
 
 def a_year_before(today: _dt.date) -> _dt.date:

@@ -63,7 +63,13 @@ def list_(segment, min_memory_gb, precision, catalog_dirs, as_json):
 def show(device, prices_file, catalog_dirs, as_json):
     """Everything known about DEVICE (an id or alias), with the source of each number and its prices."""
     from ..catalog.prices import device_prices, load_prices
-    from ..render.hardware import device_record, no_price_lines, price_source_lines, prices_record, source_lines
+    from ..render.hardware import (
+        device_record,
+        no_price_lines,
+        price_source_lines,
+        prices_record,
+        source_lines,
+    )
     from ..render.hardware_tables import prices_table, show_tables
     from ..render.tables import bullet
 
