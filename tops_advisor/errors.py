@@ -145,3 +145,7 @@ class DoesNotFitError(TopsAdvisorError):
 
 class NothingFeasibleError(TopsAdvisorError):
     """No device meets the constraints (``recommend``)."""
+
+
+class PriceFileError(CatalogError):
+    """A price file (shipped under ``hardware_db/prices/`` or the user's ``--prices`` file) is malformed or invalid."""

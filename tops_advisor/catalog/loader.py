@@ -36,15 +36,19 @@ def shipped_catalog_dir() -> Path:
                        hint="reinstall tops-advisor; the wheel carries tops_advisor/_data/hardware_db")
 
 
-def format_validation_error(path: Path | str, err: ValidationError) -> str:
-    """One line: the file, the first failing field and what was expected."""
+UNKNOWN_DEVICE_KEY = "unknown key (not a device-file field; 'tops-advisor hardware schema' lists them)"
+
+
+def format_validation_error(path: Path | str, err: ValidationError, unknown_key: str = UNKNOWN_DEVICE_KEY) -> str:
+    """One line: the file, the first failing field and what was expected (``unknown_key`` for a key the model
+    does not have)."""
     first = err.errors()[0]
     loc = ".".join(str(p) for p in first["loc"])
     msg = first["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
     if first["type"] == "extra_forbidden":
-        msg = "unknown key (not a device-file field; 'tops-advisor hardware schema' lists them)"
+        msg = unknown_key
     got = first.get("input")
     got_text = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
     more = f" [+{len(err.errors()) - 1} more]" if len(err.errors()) > 1 else ""

@@ -55,18 +55,30 @@ def list_(segment, min_memory_gb, precision, catalog_dirs, as_json):
 
 @hardware.command()
 @click.argument("device")
+@click.option("--prices", "prices_file", type=click.Path(path_type=Path), metavar="FILE",
+              help="Your own prices: a TOML file of [device-id] tables with usd_per_hour and/or purchase_usd; "
+                   "they replace the shipped prices of that kind. Also $TOPS_ADVISOR_PRICES.")
 @catalog_option
 @json_option
-def show(device, catalog_dirs, as_json):
-    """Everything known about DEVICE (an id or alias), with the source of each number."""
-    from ..render.hardware import device_record, source_lines
-    from ..render.hardware_tables import show_tables
+def show(device, prices_file, catalog_dirs, as_json):
+    """Everything known about DEVICE (an id or alias), with the source of each number and its prices."""
+    from ..catalog.prices import device_prices, load_prices
+    from ..render.hardware import (
+        device_record,
+        no_price_lines,
+        price_source_lines,
+        prices_record,
+        source_lines,
+    )
+    from ..render.hardware_tables import prices_table, show_tables
     from ..render.tables import bullet
 
     catalog = get_catalog(catalog_dirs)
     hw = catalog.get(device)
+    shipped, user = load_prices(catalog, prices_file)
+    report = device_prices(hw, shipped, user)
     if as_json:
-        echo_json(device_record(hw))
+        echo_json({**device_record(hw), **prices_record(report)})
         return
     out = console()
     origin = catalog.origins.get(hw.id)
@@ -75,12 +87,16 @@ def show(device, catalog_dirs, as_json):
         out.print(f"aliases: {', '.join(hw.aliases)}")
     for table in show_tables(hw):
         out.print(table)
+    if report.prices:
+        out.print(prices_table(report))
+    for line in no_price_lines(report):
+        bullet(out, line, indent=0)
     if hw.notes:
         out.print("[bold]Notes[/bold]")
         for n in hw.notes:
             bullet(out, n, indent=0)
     out.print("[bold]Sources[/bold]")
-    for line in source_lines(hw):
+    for line in source_lines(hw) + price_source_lines(report, hw):
         out.print(line, highlight=False, markup=False)
 
 

@@ -6,9 +6,11 @@ GB (1e9 bytes): the units the datasheets print, so a reader can check a cell aga
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Iterable, Sequence
 
-from ..catalog import Hardware
+from ..catalog import Hardware, Source
+from ..catalog.prices import DevicePrice, PriceKind, PriceReport
 from ..formatting import MISSING, fmt_number, fmt_ratio
 from ..units import PEAK_KEYS
 
@@ -162,9 +164,74 @@ def peak_rows(hw: Hardware) -> list[list[str]]:
     return rows
 
 
+def format_source(s: Source) -> str:
+    extra = ", ".join(x for x in (s.publisher, s.date, s.url) if x)
+    return f"[{s.key}] {s.title}" + (f" ({extra})" if extra else "")
+
+
 def source_lines(hw: Hardware) -> list[str]:
-    out = []
-    for s in hw.sources:
-        extra = ", ".join(x for x in (s.publisher, s.date, s.url) if x)
-        out.append(f"[{s.key}] {s.title}" + (f" ({extra})" if extra else ""))
-    return out
+    return [format_source(s) for s in hw.sources]
+
+
+# --- prices (``hardware show``) ----------------------------------------------------------------------------
+
+OLDER_THAN_A_YEAR = "older than a year"
+
+
+def _source_record(p: DevicePrice) -> dict:
+    if p.source is None:
+        return {"key": None, "title": p.whose, "url": None, "publisher": None, "date": None}
+    return p.source.model_dump(mode="json")
+
+
+def price_record(p: DevicePrice, today: _dt.date) -> dict:
+    """One price as JSON: kind, usd, per, provider, source, date (ISO, or null for the user's own), date_kind,
+    basis, note, whose ('shipped' or 'your prices (FILE)') and older_than_a_year."""
+    return {"kind": p.kind.value, "usd": p.usd, "per": p.per.value, "provider": p.provider,
+            "source": _source_record(p), "date": p.date.isoformat() if p.date else None, "date_kind": p.date_kind,
+            "basis": p.basis, "note": p.note, "whose": p.whose, "older_than_a_year": p.older_than_a_year(today)}
+
+
+def prices_record(report: PriceReport) -> dict:
+    """The ``prices`` part of ``hardware show --json``: the entries, why a kind has none, and the day
+    'older than a year' is measured from."""
+    return {"prices": [price_record(p, report.today) for p in report.prices],
+            "no_public_price": {k.value: why for k, why in report.no_public_price.items()},
+            "prices_checked_on": report.today.isoformat()}
+
+
+def _price_date(p: DevicePrice, today: _dt.date) -> str:
+    if p.date is None:
+        return MISSING
+    return f"{p.date.isoformat()} ({OLDER_THAN_A_YEAR})" if p.older_than_a_year(today) else p.date.isoformat()
+
+
+def _price_source(p: DevicePrice) -> str:
+    where = p.whose if p.source is None else p.source.key
+    return f"{where}; {p.basis}" if p.basis else where
+
+
+def price_rows(report: PriceReport) -> list[list[str]]:
+    """[kind, USD, per, provider, date, source and basis], purchases first, each kind cheapest first."""
+    order = sorted(report.prices, key=lambda p: (p.kind != PriceKind.PURCHASE, p.usd))
+    return [[p.kind.value, fmt_usd(p.usd), p.per.value, p.provider or MISSING, _price_date(p, report.today),
+             _price_source(p)] for p in order]
+
+
+def price_source_lines(report: PriceReport, hw: Hardware) -> list[str]:
+    """The sources of the shown prices that the device file does not list already, once each."""
+    known = {s.key for s in hw.sources}
+    seen: dict[str, str] = {}
+    for p in report.prices:
+        if p.source is not None and p.source.key not in known:
+            seen.setdefault(p.source.key, format_source(p.source))
+    return list(seen.values())
+
+
+def no_price_lines(report: PriceReport) -> list[str]:
+    return [f"no public {k.value} price: {why}" for k, why in report.no_public_price.items()]
+
+
+def fmt_usd(usd: float) -> str:
+    """US dollars as the source gives them: '24,875', '249', '2.69', '0.5904'."""
+    return f"{usd:,.0f}" if usd >= 1000 else f"{usd:g}"

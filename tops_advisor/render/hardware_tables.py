@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from ..catalog import Hardware
-from .hardware import compare_rows, list_columns, list_row, list_title, peak_rows, show_rows
-from .tables import name_column, new_table, number_column
+from ..catalog.prices import PriceReport
+from .hardware import compare_rows, list_columns, list_row, list_title, peak_rows, price_rows, show_rows
+from .tables import name_column, new_table, number_column, word_column
 
 # `hardware list` shows the devices' names only from this width up: ids are what commands take, and names
 # folded into a narrow column make the table three times as long.
@@ -71,3 +72,17 @@ def compare_tables(devices: Sequence[Hardware], width: int) -> list[Table]:
             t.add_row(*row)
         tables.append(t)
     return tables
+
+
+def prices_table(report: PriceReport) -> Table:
+    """Purchase (USD per card) and rental (USD per GPU-hour) prices with provider, date and source."""
+    t = new_table("Prices in USD: purchase per card, rental per GPU-hour")
+    word_column(t, "kind")
+    number_column(t, "USD")
+    word_column(t, "per")
+    name_column(t, "provider", min_width=10)
+    name_column(t, "date", min_width=10)
+    name_column(t, "source; basis", min_width=20, ratio=1)
+    for row in price_rows(report):
+        t.add_row(*row)
+    return t
