@@ -88,9 +88,10 @@ class TensorCoreDefaults:
     # Each output element pays a fixed cost (index arithmetic, the write) beside its K = channels x window
     # multiply-adds, so the share of the FP32 CUDA-core peak is e x K / (K + K0). Fitted in log space on 25 H200
     # fp16 points with 3 input channels: the stem sweep (3x3/s2, 7x7/s4, 4x4/s4 at batch 8 and 128;
-    # h200_slow_ops_sweep.json), DeiT-S's 16x16/s16 patch embedding (batch 8, 32, 128; h200_blind5_records)
-    # and, after blind round 11 (AlexNet's 11x11/4 stem came out 36-45% too slow), 3x3/s1, 5x5/s2, 7x7/s2,
-    # 8x8/s8, 11x11/s4, 14x14/s14 and 16x16/s16 at batch 8 and 128 (h200_conv_channels_sweep.json): 6.3-29
+    # h200_slow_ops_sweep.json), DeiT-S's 16x16/s16 patch embedding (batch 8, 32, 128;
+    # benchmarks/rounds/round-05/measured/round05_records.json.gz) and, after blind round 11 (AlexNet's 11x11/4
+    # stem came out 36-45% too slow), 3x3/s1, 5x5/s2, 7x7/s2, 8x8/s8, 11x11/s4, 14x14/s14 and 16x16/s16 at
+    # batch 8 and 128 (h200_conv_channels_sweep.json): 6.3-29
     # TFLOPS; e = 0.279, K0 = 29, median error 22%, worst 85% (a single constant: 22%, the first 11-point fit
     # on all 25: 24%). The tensor-core model had predicted them 1.5-11x too fast. The share is of the
     # CUDA-core peak, the unit most of these kernels run on; e and K0 are measured on Hopper only.
@@ -102,7 +103,7 @@ class TensorCoreDefaults:
         ("Hopper",), "where e and K0 were measured (H200); other architectures unmeasured")
     thin_conv_fp32_factor: Default[float] = Default(0.279, "H200: 3-channel fp16 convolutions, 25 points "
                                                     "(h200_slow_ops_sweep.json 'stem', h200_conv_channels_"
-                                                    "sweep.json 'stems', h200_blind5_records DeiT-S)")
+                                                    "sweep.json 'stems', round-05/measured/round05_records DeiT-S)")
     thin_conv_k0: Default[float] = Default(29.0, "the same fit: the fixed cost per output element, in multiply-adds")
     # One exception has a kernel of its own: the ResNet stem (7x7, stride 2, 64 outputs, <= 4 channels) runs
     # cuDNN's tensor-core "image_first_layer ... k64c4r7s7_stride2x2" kernel (named in the same sweep's trace):
