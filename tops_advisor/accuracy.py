@@ -103,14 +103,19 @@ def expected_error(family: str, mode: str, calibrated: bool, summary: dict | Non
         return None
     for band in summary.get("bands", []):
         if (band["family"], band["mode"], bool(band["calibrated"])) == (family, mode, bool(calibrated)):
-            out = ErrorBand(source="report", family=band["family"], mode=band["mode"],
-                            calibrated=band["calibrated"], median_abs_error=band["median_abs_error"],
-                            worst_abs_error=band["worst_abs_error"], n=band["n"],
-                            card=summary.get("card_class", summary.get("card", "?")), text="")
+            out = report_band(band, summary.get("card_class", summary.get("card", "?")))
             blind = summary.get("blind_rounds")
             text = describe(out) + ("; " + describe_blind(blind) if blind else "")
             return out.model_copy(update={"text": text, "blind_rounds": tuple(RoundBand(**r) for r in blind or ())})
     return None
+
+
+def report_band(row: dict, card: str) -> ErrorBand:
+    """One band row of the H200 accuracy summary (family, mode, calibrated, errors, n) as an ErrorBand measured
+    on ``card``, without its text."""
+    return ErrorBand(source="report", family=row["family"], mode=row["mode"], calibrated=row["calibrated"],
+                     median_abs_error=row["median_abs_error"], worst_abs_error=row["worst_abs_error"], n=row["n"],
+                     card=card, text="")
 
 
 def blind_band(mode: str, dtype: str, calibrated: bool, doc: dict | None = None) -> ErrorBand | None:

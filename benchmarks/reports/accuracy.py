@@ -22,7 +22,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from tops_advisor.accuracy import describe, model_family, summarise_rows
+from tops_advisor.accuracy import describe, model_family, report_band, summarise_rows
 from tops_advisor.api import ModelCosts, calibration_for, load_catalog
 from tops_advisor.probe.runner import match_catalog
 from tops_advisor.roofline import device_perf, predict
@@ -262,7 +262,7 @@ def print_summary(ok: list[dict], bands: dict) -> None:
                 print(f"{label}, {mode}: defaults {summary(rs, 'err_default')}; "
                       f"calibrated {summary(rs, 'err_calibrated')}")
     for b in bands["bands"]:
-        print(describe({**b, "card": bands["card_class"]}))
+        print(describe(report_band(b, bands["card_class"])))
 
 
 def main() -> int:
