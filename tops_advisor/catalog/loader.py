@@ -56,17 +56,23 @@ def format_validation_error(path: Path | str, err: ValidationError, unknown_key:
     return f"{path}: {where}{msg}{got_text}{more}"
 
 
+def read_toml(path: Path, error: type[CatalogError]) -> dict:
+    """The parsed contents of a catalog TOML file; ``error`` in one line naming it when it is missing,
+    unreadable or not TOML."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: not valid TOML: {exc}") from None
+
+
 def load_hardware_file(path: Path | str) -> Hardware:
     """Parse and validate one device file; the file name must equal the id."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CatalogError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{path}: not valid TOML: {exc}") from None
+    raw = read_toml(path, CatalogError)
     try:
         hw = Hardware.model_validate(raw)
     except ValidationError as exc:

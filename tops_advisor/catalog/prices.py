@@ -27,14 +27,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError, model_validator
 
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 from ..errors import CatalogError, PriceFileError
 from ..suggest import did_you_mean
-from .loader import Catalog, format_validation_error
+from .loader import Catalog, format_validation_error, read_toml
 from .schema import ID_PATTERN, Hardware, Source
 
 ENV_VAR = "TOPS_ADVISOR_PRICES"
@@ -194,22 +189,11 @@ def prices_dir(catalog_dir: Path) -> Path:
     return catalog_dir / PRICES_DIRNAME
 
 
-def _read_toml(path: Path) -> dict:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PriceFileError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PriceFileError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise PriceFileError(f"{path}: not valid TOML: {exc}") from None
-
-
 def load_price_file(path: Path | str, known_ids: Iterable[str] | None = None) -> PriceFile:
     """Parse and validate one shipped price file; its name must equal the device id, a known one if given."""
     path = Path(path)
     try:
-        pf = PriceFile.model_validate(_read_toml(path))
+        pf = PriceFile.model_validate(read_toml(path, PriceFileError))
     except ValidationError as exc:
         msg = format_validation_error(path, exc, _FILE_UNKNOWN_KEY)
         if exc.errors()[0]["type"].startswith(("date_", "datetime_")):
@@ -267,7 +251,7 @@ _USER_HINT = "a prices file holds [device-id] tables with usd_per_hour and/or pu
 def load_user_prices(path: Path | str, catalog: Catalog) -> UserPrices:
     """Parse a user's price file; device names may be ids or aliases. Errors name the file, table and field."""
     path = Path(path)
-    raw = _read_toml(path)
+    raw = read_toml(path, PriceFileError)
     by_device: dict[str, UserPrice] = {}
     for name, table in raw.items():
         if not isinstance(table, dict):
