@@ -75,6 +75,10 @@ class Autocast:
         self.lower = lower
         self._weights: dict[tuple, torch.Tensor] = {}   # autocast's cast cache: (weight, dtype) -> its copy
 
+    def clear_cache(self) -> None:
+        """Leaving an autocast region empties its cache of cast weights (``torch.autocast.__exit__``)."""
+        self._weights.clear()
+
     def cast_function(self, func, args: tuple, kwargs: dict, weight_key) -> tuple[tuple, dict]:
         """Casts for a convolution function (``F.conv2d`` ...), which checks its input against its bias
         before it reaches the dispatcher, and for ``F.scaled_dot_product_attention`` (the counter counts it

@@ -17,6 +17,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .attention_choice import SDPA, fused_sdpa_possible
+from .fused_backward import attach, needs_grad
 from .host.copies import copies_host_data, copies_python_data
 from .host.data import copies_to_device, makes_host_data, moves_to_device
 from .layout import cudnn_output_layout
@@ -105,6 +106,11 @@ class FunctionCounter(_CountingMode, TorchFunctionMode):
             out = func(*args, **kwargs)
             run.recorder.record_marker(name)
             return out
+        if needs_grad(args, kwargs):  # a training step: the fused kernel's backward, not the decomposition's
+            with torch.no_grad():
+                out = self._uncounted(func, args, kwargs)
+            run.record(name, args, kwargs, out)
+            return attach(run.record, name, args, kwargs, out)
         out = self._uncounted(func, args, kwargs)
         run.record(name, args, kwargs, out)
         return out
