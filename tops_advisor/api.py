@@ -8,6 +8,10 @@
         p = predict(costs.at(batch=32, dtype="fp16"), hw, mode="graph")
         print(hw.id, p.latency_s, p.bound)
 
+Training: ``analyze_training(model, hw, batch=32, setup=TrainSetup("amp", "adamw"))`` counts one optimizer
+step and predicts it; ``TrainingCosts(model, setup).at(batch)`` counts once for ``predict_training`` on every
+device.
+
 Counting needs torch; everything else is pure and fast (predicting one workload on the whole catalog takes
 milliseconds).
 """
@@ -26,11 +30,14 @@ from .kinds import Mode
 from .roofline import Prediction, device_perf, predict
 from .roofline.hosts import HostProfile, host_perf
 from .scaling import batch_affine, retype
+from .train import TrainingWorkload, TrainSetup
+from .train.predict import TrainingPrediction, predict_training
 from .workload import Workload
 
-__all__ = ["Calibration", "Catalog", "Hardware", "ModelAnalysis", "ModelCosts", "Prediction", "Workload",
-           "analyze_model", "calibration_for", "device_perf", "largest_fitting_batch", "load_calibration",
-           "load_catalog", "predict"]
+__all__ = ["Calibration", "Catalog", "Hardware", "ModelAnalysis", "ModelCosts", "Prediction", "TrainSetup",
+           "TrainingAnalysis", "TrainingCosts", "TrainingPrediction", "TrainingWorkload", "Workload",
+           "analyze_model", "analyze_training", "calibration_for", "device_perf", "largest_fitting_batch",
+           "load_calibration", "load_catalog", "predict", "predict_training"]
 
 _COUNT_DTYPES = ("fp32", "fp16", "bf16", "amp")   # amp: an fp32 model under autocast (counting/amp.py)
 
@@ -211,3 +218,66 @@ def calibration_for(hw: Hardware, explicit: str | Path | None = None, use: bool 
     if not use:
         return None, ""
     return find_calibration(hw.id, explicit)
+
+
+# --- training ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TrainingAnalysis:
+    """One training step of a model on one device: the counted step and its prediction."""
+
+    workload: TrainingWorkload
+    prediction: TrainingPrediction
+
+    def require_fit(self) -> None:
+        """Raise DoesNotFitError (one line: the peak, the device's memory) when the step does not fit."""
+        p = self.prediction
+        if p.fits_memory:
+            return
+        raise DoesNotFitError(
+            f"a training step at batch {p.batch} needs {fmt_memory(p.memory_required_bytes)} at its peak; "
+            f"{p.hardware} has {fmt_bytes(p.memory_capacity_bytes)}",
+            hint="a smaller --batch, --checkpointing, --lora r=16, bf16 or amp, or a device with more memory")
+
+
+class TrainingCosts:
+    """Count one training step of a model once (``count_training``) and predict it on any device.
+
+    ``model``: anything ``ModelCosts`` takes; ``setup``: precision, optimizer, checkpointing, LoRA
+    (``train.TrainSetup``). Each batch asked for is counted once (a step's memory timeline is not affine in
+    the batch once checkpointing or the optimizer's temporaries set the peak)."""
+
+    def __init__(self, model, setup: TrainSetup | None = None, *, strict: bool = False, task: str | None = None,
+                 seq: int | None = None, input_shape: tuple[int, ...] | None = None):
+        from .counting import load_model
+
+        self.setup = setup or TrainSetup()
+        self._source = load_model(model, task=task, seq=seq, input_shape=input_shape)
+        self._strict = strict
+        self._steps: dict[int, TrainingWorkload] = {}
+
+    def at(self, batch: int) -> TrainingWorkload:
+        from .counting.training import count_training
+
+        check_batch(batch)
+        if batch not in self._steps:
+            self._steps[batch] = count_training(self._source, batch, self.setup, strict=self._strict)
+        return self._steps[batch]
+
+
+def analyze_training(model, hw: Hardware, *, batch: int = 1, setup: TrainSetup | None = None,
+                     mode: str = "eager", calibration: tuple[Calibration | None, str] = (None, ""),
+                     strict: bool = False) -> TrainingAnalysis:
+    """Count one optimizer step of ``model`` at ``batch`` (``TrainingCosts``; a ``TrainingCosts`` is taken as
+    it is) and predict it on ``hw``."""
+    import warnings
+
+    from .counting import UnsupportedOpWarning
+
+    costs = model if isinstance(model, TrainingCosts) else None
+    with warnings.catch_warnings():  # unsupported operators are in the workload; the caller shows them
+        warnings.simplefilter("ignore", UnsupportedOpWarning)
+        costs = costs or TrainingCosts(model, setup, strict=strict)
+        tw = costs.at(batch)
+    perf = device_perf(hw, *calibration)
+    return TrainingAnalysis(tw, predict_training(tw, hw, mode=mode, perf=perf))

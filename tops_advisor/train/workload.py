@@ -27,6 +27,7 @@ class MemoryParts:
     temporaries: float           # backward intermediates alive at the peak (other than gradients)
     inputs: float                # the batch (and labels)
     rounding: float = 0.0        # the caching allocator's rounding of every block up to 512 bytes
+    all_gradients: float = 0.0   # every gradient of the step (alive at the peak or not): what DDP all-reduces
     peak_op: int = 0             # index of the operator at which the peak happens
     peak_phase: Phase = Phase.FORWARD
 
@@ -37,6 +38,7 @@ class MemoryParts:
 
     def model_dump(self) -> dict:
         d = asdict(self)
+        d.pop("all_gradients")
         d["peak_phase"] = str(self.peak_phase)
         d["peak_bytes"] = self.peak_bytes
         return d

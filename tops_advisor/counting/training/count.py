@@ -29,7 +29,8 @@ def _memory(module: torch.nn.Module, found, input_bytes: float) -> MemoryParts:
     return MemoryParts(
         weights=float(sum(t.numel() * itemsize(t) for t in tensors)), gradients=peak.gradients,
         optimizer_state=found.state_bytes, activations=peak.activations, temporaries=peak.temporaries,
-        inputs=input_bytes, rounding=peak.rounding, peak_op=peak.index, peak_phase=peak.phase)
+        inputs=input_bytes, rounding=peak.rounding, peak_op=peak.index, peak_phase=peak.phase,
+        all_gradients=float(sum(p.numel() * itemsize(p) for p in module.parameters() if p.requires_grad)))
 
 
 def _sync_op(ops) -> int:
