@@ -40,6 +40,7 @@ class CountingRun:
         self.autocast = Autocast(self.recorder.record, autocast_dtype) if autocast else None
         self.regions = AutocastRegions()             # the model's own torch.autocast regions
         self.suppress = 0                            # > 0: calls made inside one counted whole
+        self.training = False                        # a training step: autocast casts at the torch functions
 
     def _module_path(self) -> str:
         return self.modules.path
@@ -49,6 +50,11 @@ class CountingRun:
         runs with autocast disabled (``torch.autocast(..., enabled=False)``), or in a training step's backward
         and optimizer (``_forward_running``)."""
         return (self.autocast is not None and not self.suppress and not self.regions.disabled
+                and self._forward_running() and not self.training)
+
+    def casting_functions(self) -> bool:
+        """A training step's autocast casts, made at the torch functions (above autograd)."""
+        return (self.training and self.autocast is not None and not self.suppress and not self.regions.disabled
                 and self._forward_running())
 
     def _forward_running(self) -> bool:

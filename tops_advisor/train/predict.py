@@ -173,7 +173,8 @@ def _main_precision(flops: np.ndarray, precision: np.ndarray, hw: Hardware, fall
 
 
 def predict_training(tw: TrainingWorkload, hardware: Hardware, calibration: Calibration | None = None,
-                     mode: Mode = Mode.EAGER, *, perf: DevicePerf | None = None) -> TrainingPrediction:
+                     mode: Mode = Mode.EAGER, *, perf: DevicePerf | None = None,
+                     training_defaults: TrainingDefaults = TRAINING_DEFAULTS) -> TrainingPrediction:
     """One steady-state optimizer step of ``tw`` on ``hardware`` (eager PyTorch: the host issues every
     operator; ``graph``: the same kernels with no host cost, a lower bound)."""
     mode = Mode(mode)
@@ -182,7 +183,7 @@ def predict_training(tw: TrainingWorkload, hardware: Hardware, calibration: Cali
     t = device_times(a, perf)
     device = t.device
     phase = phase_index(tw)
-    host = host_times(a, phase, tw, perf) if mode == Mode.EAGER else np.zeros_like(device)
+    host = host_times(a, phase, tw, perf, training_defaults) if mode == Mode.EAGER else np.zeros_like(device)
     finish = run_steps(host, device, tw.sync_op if mode == Mode.EAGER else -1, steps=2)
     step_start = float(finish[0, -1])
     step_s = float(finish[1, -1]) - step_start

@@ -128,5 +128,6 @@ def prepare_step(module: torch.nn.Module, inputs, setup: TrainSetup, strict: boo
     input_bytes = float(sum(a.numel() * itemsize(a) for a in flat_tensors((args, kwargs))))
     run = CountingRun("fp32" if lower is not None else count_as, tensors, strict, input_bytes, autocast=lower is not None,
                       autocast_dtype=lower or torch.float16, memory=MemoryTimeline(input_bytes))
+    run.training = True
     return args, kwargs, run, input_bytes
 
