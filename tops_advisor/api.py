@@ -31,6 +31,7 @@ from .roofline import Prediction, device_perf, predict
 from .roofline.hosts import HostProfile, host_perf
 from .scaling import batch_affine, retype
 from .train import TrainingWorkload, TrainSetup
+from .train.parallel import ParallelPlan
 from .train.predict import TrainingPrediction, predict_training
 from .workload import Workload
 
@@ -228,10 +229,19 @@ class TrainingAnalysis:
 
     workload: TrainingWorkload
     prediction: TrainingPrediction
+    plan: ParallelPlan | None = None     # on several GPUs (DDP or FSDP)
 
     def require_fit(self) -> None:
         """Raise DoesNotFitError (one line: the peak, the device's memory) when the step does not fit."""
         p = self.prediction
+        if self.plan is not None:
+            if not self.plan.fits_memory:
+                raise DoesNotFitError(
+                    f"{self.plan.strategy} on {self.plan.devices} GPUs needs "
+                    f"{fmt_memory(self.plan.memory_per_device_bytes)} per GPU at its peak; {p.hardware} has "
+                    f"{fmt_bytes(p.memory_capacity_bytes)}", hint="--strategy fsdp shards the weights, gradients "
+                                                                  "and optimizer state; or a smaller --batch")
+            return
         if p.fits_memory:
             return
         raise DoesNotFitError(
@@ -267,9 +277,16 @@ class TrainingCosts:
 
 def analyze_training(model, hw: Hardware, *, batch: int = 1, setup: TrainSetup | None = None,
                      mode: str = "eager", calibration: tuple[Calibration | None, str] = (None, ""),
-                     strict: bool = False) -> TrainingAnalysis:
-    """Count one optimizer step of ``model`` at ``batch`` (``TrainingCosts``; a ``TrainingCosts`` is taken as
-    it is) and predict it on ``hw``."""
+                     strict: bool = False, devices: int = 1, strategy: str = "ddp") -> TrainingAnalysis:
+    """Count one optimizer step of ``model`` at ``batch`` per device (``TrainingCosts``; a ``TrainingCosts``
+    is taken as it is) and predict it on ``hw``; on ``devices`` > 1 GPUs also plan it with ``strategy``
+    (ddp or fsdp, ``train.parallel``)."""
+    from .train.parallel import STRATEGIES, plan_data_parallel
+
+    if strategy not in STRATEGIES:
+        from .errors import InputError
+
+        raise InputError(f"unknown --strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
     import warnings
 
     from .counting import UnsupportedOpWarning
@@ -280,4 +297,9 @@ def analyze_training(model, hw: Hardware, *, batch: int = 1, setup: TrainSetup |
         costs = costs or TrainingCosts(model, setup, strict=strict)
         tw = costs.at(batch)
     perf = device_perf(hw, *calibration)
-    return TrainingAnalysis(tw, predict_training(tw, hw, mode=mode, perf=perf))
+    pred = predict_training(tw, hw, mode=mode, perf=perf)
+    plan = None
+    if devices > 1:
+        plan = plan_data_parallel(pred, hw, strategy, devices, calibration=calibration[0],
+                                  reserve_bytes=pred.memory_required_bytes - pred.memory.peak_bytes)
+    return TrainingAnalysis(tw, pred, plan)

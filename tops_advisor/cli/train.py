@@ -20,6 +20,10 @@ from .common import console, echo_json, get_catalog, load_model_arg, model_comma
 @click.option("--checkpointing", is_flag=True, help="Gradient checkpointing, as the model's library offers it.")
 @click.option("--lora", metavar="r=N", help="Train LoRA adapters of rank N on the linear layers (r=16[,alpha=32,"
                                              "targets=q_proj+v_proj]); every other weight frozen.")
+@click.option("--devices", type=click.IntRange(min=1), default=1, show_default=True,
+              help="GPUs of this kind training together (data parallel; --batch is per GPU).")
+@click.option("--strategy", default="ddp", show_default=True,
+              help="With --devices > 1: ddp (replicated, gradients all-reduced) or fsdp (sharded, ZeRO-3).")
 @click.option("--mode", type=click.Choice(["eager", "graph"]), default="eager", show_default=True,
               help="eager: plain PyTorch (host cost per operator and autograd node); graph: no host cost.")
 @click.option("--calibration", "calibration_path", type=click.Path(path_type=Path),
@@ -27,7 +31,7 @@ from .common import console, echo_json, get_catalog, load_model_arg, model_comma
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even if a calibration exists.")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know.")
 @model_command_options
-def train(model, hardware_name, batch, dtype, optimizer, checkpointing, lora, mode, calibration_path,
+def train(model, hardware_name, batch, dtype, optimizer, checkpointing, lora, devices, strategy, mode, calibration_path,
           no_calibration, strict, task, seq, input_shape, catalog_dirs, as_json):
     """Predict one optimizer step of MODEL on one device: forward, backward and optimizer time, MFU,
     samples/s and peak memory by part.
@@ -45,7 +49,8 @@ def train(model, hardware_name, batch, dtype, optimizer, checkpointing, lora, mo
     cal = calibration_for(hw, calibration_path, use=not no_calibration)
     with progress(f"counting a training step of {model} at batch {batch}", enabled=not as_json):
         result = analyze_training(load_model_arg(model, task, seq, input_shape), hw, batch=batch, setup=setup,
-                                  mode=mode, calibration=cal, strict=strict)
+                                  mode=mode, calibration=cal, strict=strict, devices=devices,
+                                  strategy=strategy.strip().lower())
     result.require_fit()
     message = unsupported_warning(result.workload.workload)
     if message:
@@ -53,8 +58,8 @@ def train(model, hardware_name, batch, dtype, optimizer, checkpointing, lora, mo
     if as_json:
         from ..render.train import training_json
 
-        echo_json(training_json(result.prediction, result.workload))
+        echo_json(training_json(result.prediction, result.workload, result.plan))
         return
     from ..render.train import render_training
 
-    render_training(result.prediction, hw.name, result.workload, console())
+    render_training(result.prediction, hw.name, result.workload, console(), result.plan)

@@ -3,7 +3,10 @@ by part; and its ``--json`` form."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from ..formatting import fmt_bytes, fmt_memory, fmt_ops, fmt_tops, format_seconds
+from ..train.parallel import ParallelPlan
 from ..train.predict import TrainingPrediction
 from ..train.workload import NOT_MODELLED, TrainingWorkload
 from .tables import FittedTable
@@ -27,8 +30,8 @@ def throughput_lines(p: TrainingPrediction, tw: TrainingWorkload) -> list[str]:
     rate = f"{p.samples_per_s:,.1f} samples/s"
     if p.tokens:
         rate += f", {p.tokens_per_s:,.0f} tokens/s"
-    return [f"throughput: {rate}; {fmt_tops(p.attainable_ops_per_s)} of model work, MFU {p.mfu:.1%} of the "
-            f"{p.precision} dense peak ({fmt_tops(p.peak_ops_per_s)})",
+    return [f"throughput: {rate}; {fmt_tops(p.attainable_ops_per_s)} TOPS of model work, MFU {p.mfu:.1%} of the "
+            f"{p.precision} dense peak ({fmt_tops(p.peak_ops_per_s)} TOPS)",
             f"trains {tw.trainable_params:,} parameters" + (f" ({tw.frozen_params:,} frozen)" if tw.frozen_params
                                                              else "") + f"; loss: {tw.loss}"]
 
@@ -48,9 +51,18 @@ def memory_table(p: TrainingPrediction) -> FittedTable:
     return t
 
 
-def render_training(p: TrainingPrediction, hw_name: str, tw: TrainingWorkload, out) -> None:
+def plan_lines(plan: ParallelPlan) -> list[str]:
+    return [f"{plan.strategy} on {plan.devices} GPUs (global batch {plan.global_batch:,}): step "
+            f"{format_seconds(plan.step_s)}, {plan.samples_per_s:,.1f} samples/s, {plan.scaling_efficiency:.0%} "
+            f"scaling efficiency; communication {format_seconds(plan.comm_s)}, "
+            f"{format_seconds(plan.exposed_comm_s)} of it exposed; {fmt_memory(plan.memory_per_device_bytes)} per GPU",
+            *(f"  {a}" for a in plan.assumptions)]
+
+
+def render_training(p: TrainingPrediction, hw_name: str, tw: TrainingWorkload, out,
+                    plan: ParallelPlan | None = None) -> None:
     out.print(step_table(p, hw_name, tw))
-    for line in throughput_lines(p, tw):
+    for line in throughput_lines(p, tw) + (plan_lines(plan) if plan else []):
         out.print(line)
     out.print(memory_table(p))
     out.print("not modelled: " + "; ".join(NOT_MODELLED), style="dim")
@@ -58,7 +70,16 @@ def render_training(p: TrainingPrediction, hw_name: str, tw: TrainingWorkload, o
         out.print(f"note: {note}", style="dim")
 
 
-def training_json(p: TrainingPrediction, tw: TrainingWorkload) -> dict:
+def plan_json(plan: ParallelPlan) -> dict:
+    d = asdict(plan)
+    for key in ("step_s", "compute_step_s", "comm_s", "exposed_comm_s"):
+        d[key.removesuffix("_s") + "_ms"] = d.pop(key) * 1e3
+    d.update(global_batch=plan.global_batch, samples_per_s=plan.samples_per_s,
+             scaling_efficiency=plan.scaling_efficiency, fits_memory=plan.fits_memory)
+    return d
+
+
+def training_json(p: TrainingPrediction, tw: TrainingWorkload, plan: ParallelPlan | None = None) -> dict:
     """The prediction's dump with times in ms (``step_time_ms``, ``forward_ms``, ...), bytes as bytes."""
     d = p.model_dump()
     for key in ("step_time_s", "forward_s", "backward_s", "optimizer_s"):
@@ -69,5 +90,6 @@ def training_json(p: TrainingPrediction, tw: TrainingWorkload) -> dict:
     d["attainable_tops"] = d.pop("attainable_ops_per_s") / 1e12
     d["peak_tops"] = d.pop("peak_ops_per_s") / 1e12
     d.update(trainable_params=tw.trainable_params, frozen_params=tw.frozen_params, loss=tw.loss,
-             unsupported_ops=dict(tw.workload.unsupported_ops), notes=[n.text for n in tw.workload.notes])
+             unsupported_ops=dict(tw.workload.unsupported_ops), notes=[n.text for n in tw.workload.notes],
+             plan=plan_json(plan) if plan else None)
     return d

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 
 from ..roofline.defaults.base import Default
 
-# The H200 machine's host ran eager PyTorch in 0.68x the reference host's time (roofline/defaults/device_level.py,
-# eager host cost): a cost fitted there is the fit / 0.68 here.
-H200_HOST_SHARE = 0.68
+# Fitted through the H200's shipped calibration, whose host scale is that machine's (0.68x the reference host:
+# roofline/defaults/device_level.py, eager host cost), so the values are the reference host's.
 _FIT = ("least squares on the host-bound points of benchmarks/studies/training-step (12 models, H200 machine, "
         "2026-12-01; `python benchmarks/studies/training-step/host_fit.py`)")
 

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
+from tops_advisor.api import calibration_for
 from tops_advisor.catalog import load_catalog
+from tops_advisor.roofline import device_perf
 from tops_advisor.roofline.defaults.base import Default
 from tops_advisor.train import TrainSetup
+from tops_advisor.train.defaults import TRAINING_DEFAULTS
 from tops_advisor.train.predict import predict_training
-from tops_advisor.train.defaults import H200_HOST_SHARE, TRAINING_DEFAULTS
 
 HERE = Path(__file__).parent
 FIELDS = ("forward_grad_op_s", "backward_node_s", "optimizer_tensor_s", "optimizer_launch_s")
@@ -52,7 +54,8 @@ def count_all(pts: list[dict], cache: Path | None) -> list:
 
 def errors(steps, pts, hw, td) -> np.ndarray:
     """log(predicted / measured) step time of every point, with host costs ``td`` (reference-host seconds)."""
-    return np.array([np.log(predict_training(tw, hw, training_defaults=td).step_s / p["step_s"])
+    perf = device_perf(hw, *calibration_for(hw))    # the shipped H200 calibration: the machine's host scale
+    return np.array([np.log(predict_training(tw, hw, perf=perf, training_defaults=td).step_s / p["step_s"])
                      for tw, p in zip(steps, pts, strict=True)])
 
 
@@ -91,9 +94,9 @@ def main() -> None:
     if not args.no_fit:
         values = fit(steps, pts, hw)
         e = errors(steps, pts, hw, with_values(values))
-        print("fit (H200 machine host; reference host = fit / %.2f):" % H200_HOST_SHARE)
+        print("fit (reference host: the H200 calibration's host scale is applied in predict_training):")
         for k, v in values.items():
-            print(f"  {k}: {v * 1e6:.2f} us on the reference host")
+            print(f"  {k}: {v * 1e6:.2f} us")
         print(f"fit: median |error| {np.median(np.abs(np.expm1(e))):.1%}, worst {np.max(np.abs(np.expm1(e))):.1%}")
     for tw, p, err in zip(steps, pts, base, strict=True):
         mem = tw.memory.peak_bytes / p["peak_bytes"] - 1
