@@ -123,3 +123,9 @@ def size_name(nbytes: int) -> str:
         if nbytes >= div and nbytes % div == 0:
             return f"{nbytes // div} {unit}"
     return f"{nbytes} B"
+
+
+def fmt_dollars(usd: float | None) -> str:
+    """US dollars, three significant digits, whole dollars from 1,000: 8.074 -> '$8.07', 0.02504 -> '$0.025',
+    24875 -> '$24,875', None -> '-'."""
+    return MISSING if usd is None else f"${sig3(usd)}"

@@ -10,7 +10,7 @@ import click
 from ..catalog.schema import Segment
 from ..render.console import console
 from ..units import PEAK_KEYS
-from .common import catalog_option, echo_json, get_catalog, json_option
+from .common import catalog_option, echo_json, get_catalog, json_option, prices_option
 
 SEGMENTS = typing.get_args(Segment)
 EXIT_INVALID = 1
@@ -55,9 +55,7 @@ def list_(segment, min_memory_gb, precision, catalog_dirs, as_json):
 
 @hardware.command()
 @click.argument("device")
-@click.option("--prices", "prices_file", type=click.Path(path_type=Path), metavar="FILE",
-              help="Your own prices: a TOML file of [device-id] tables with usd_per_hour and/or purchase_usd; "
-                   "they replace the shipped prices of that kind. Also $TOPS_ADVISOR_PRICES.")
+@prices_option
 @catalog_option
 @json_option
 def show(device, prices_file, catalog_dirs, as_json):
