@@ -119,10 +119,13 @@ def compare(devices, catalog_dirs, as_json):
     if as_json:
         echo_json([compare_record(hw) for hw in chosen])
         return
+    from ..catalog.prices import PriceKind, device_prices, load_prices
     from ..render.hardware_tables import compare_tables
 
+    shipped, user = load_prices(catalog)
+    purchases = {hw.id: device_prices(hw, shipped, user).cheapest(PriceKind.PURCHASE) for hw in chosen}
     out = console()
-    for table in compare_tables(chosen, out.width):
+    for table in compare_tables(chosen, out.width, purchases):
         out.print(table)
 
 

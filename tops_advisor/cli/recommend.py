@@ -98,7 +98,8 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
     """The options among ``names`` the user set (on the command line or through the environment)."""
     from click.core import ParameterSource
 
-    return [f"--{n.replace('_', '-')}" for n in names
+    flags = {"rent": "--rent/--buy"}   # a flag pair: one parameter
+    return [flags.get(n, f"--{n.replace('_', '-')}") for n in names
             if ctx.get_parameter_source(n) not in (None, ParameterSource.DEFAULT)]
 
 

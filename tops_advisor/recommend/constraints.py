@@ -56,7 +56,10 @@ class Constraints:
         for name in ("latency_s", "throughput_per_s", "max_power_w", "max_price_usd", "budget_usd"):
             v = getattr(self, name)
             if v is not None and v <= 0:
-                raise InputError(f"{name} must be greater than zero, got {v}")
+                option = "--budget" if name == "budget_usd" else name
+                raise InputError(f"{option} must be greater than zero, got {v}",
+                                 hint="USD per hour rented (--rent) or up front bought (--buy)"
+                                 if name == "budget_usd" else None)
         if self.top is not None and self.top < 1:
             raise InputError(f"--top must be at least 1, got {self.top}", hint="leave --top out to show every device")
 
