@@ -126,6 +126,10 @@ def size_name(nbytes: int) -> str:
 
 
 def fmt_dollars(usd: float | None) -> str:
-    """US dollars, three significant digits, whole dollars from 1,000: 8.074 -> '$8.07', 0.02504 -> '$0.025',
-    24875 -> '$24,875', None -> '-'."""
-    return MISSING if usd is None else f"${sig3(usd)}"
+    """US dollars: cents from $1 ('$4.50', '$1,234.50'), whole dollars from $10,000 ('$24,875'), three significant
+    digits below $1 ('$0.0303'); None -> '-'."""
+    if usd is None:
+        return MISSING
+    if abs(usd) >= 9999.995:
+        return f"${usd:,.0f}"
+    return f"${usd:,.2f}" if abs(usd) >= 0.995 else f"${sig3(usd)}"

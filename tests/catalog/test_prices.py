@@ -4,6 +4,7 @@ the message they must give, the user's own prices override the shipped ones, and
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import re
 
 import pytest
@@ -211,3 +212,21 @@ def test_the_cheapest_price_prefers_current_ones(catalog, shipped):
     report = device_prices(catalog.get("h200-sxm"), shipped, today=TODAY)
     assert report.cheapest(PriceKind.RENTAL).provider == "Google Cloud"
     assert device_prices(catalog.get("rtx-4090"), shipped, today=TODAY).cheapest(PriceKind.PURCHASE).usd == 1599
+
+
+# --- the generated list of every price -----------------------------------------------------------------------
+
+def test_the_prices_doc_lists_every_shipped_price():
+    from tests.paths import REPO
+    from tops_advisor.catalog import Catalog, shipped_catalog_dir
+
+    spec = importlib.util.spec_from_file_location("price_table", REPO / "benchmarks" / "reports" / "price_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = (REPO / "docs" / "reports" / "prices.md").read_text(encoding="utf-8")
+    block = module.render(Catalog.from_dirs([shipped_catalog_dir()]))
+    assert module.replace_block(doc, block) == doc, (
+        "docs/reports/prices.md is stale: run python3 benchmarks/reports/price_table.py --write docs/reports/prices.md")
+    rows = [line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| device")]
+    assert len(rows) == sum(len(load_price_file(p).prices) for p in PRICE_FILES)
+    assert "| rtx-4090 | purchase | 1,599 | card | NVIDIA (launch MSRP) | 2022-10-12 (stated) |" in block

@@ -136,7 +136,8 @@ def _nothing(c: Constraints, no_price: list[Rejection]) -> Callable[[list[Reject
             return NothingFeasibleError(
                 f"--rank-by {c.rank_by}: no device that meets the targets has a {kind} price "
                 f"({', '.join(r.hardware for r in no_price)}); {no_price[0].hardware}: {no_price[0].reason}",
-                hint="--buy or --rent for the other kind of price, or give your own with --prices FILE")
+                hint=("--buy to price the cards bought" if kind == "rental" else "--rent to price them rented")
+                + ", or give your own prices with --prices FILE")
         closest = max(rejected, key=lambda r: r.closeness)
         binding = ("latency" if c.latency_s else "throughput" if c.throughput_per_s else "memory")
         return NothingFeasibleError(
