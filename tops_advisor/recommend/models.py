@@ -133,8 +133,9 @@ def _nothing(c: Constraints, no_price: list[Rejection]) -> Callable[[list[Reject
                 hint="raise --budget, relax the targets, or price the other way (--rent / --buy)")
         if no_price:
             kind = "purchase" if c.rank_by == "price" else c.price_kind
+            asked = f"--rank-by {c.rank_by}" if c.rank_by in PRICED_RANKINGS else "--budget"
             return NothingFeasibleError(
-                f"--rank-by {c.rank_by}: no device that meets the targets has a {kind} price "
+                f"{asked}: no device that meets the targets has a {kind} price "
                 f"({', '.join(r.hardware for r in no_price)}); {no_price[0].hardware}: {no_price[0].reason}",
                 hint=("--buy to price the cards bought" if kind == "rental" else "--rent to price them rented")
                 + ", or give your own prices with --prices FILE")
