@@ -23,6 +23,7 @@ from ..llm.analysis import LLMAnalysis, PhaseResult
 from ..recommend import LLMRecommendation, Recommendation
 from ..recommend.results import CostFields
 from ..roofline import Prediction
+from ..validate.train_compare import TrainValidationReport
 
 
 def ms(seconds: float | None) -> float | None:
@@ -72,6 +73,9 @@ ADDED: dict[type, tuple[Key, ...]] = {
     LLMRecommendation: (Key("latency_ms", "tpot_s", ms), Key("ttft_ms", "ttft_s", ms),
                         Key("memory_required_gb", "memory_required_bytes", gb), Key("dtype", None),
                         Key("batch", None), Key("throughput_per_s", "tokens_per_s")),
+    # each {measured, predicted}
+    TrainValidationReport: (Key("step_time_ms", "step_time_s", ms), Key("forward_ms", "forward_s", ms),
+                            Key("backward_ms", "backward_s", ms), Key("optimizer_ms", "optimizer_s", ms)),
 }
 
 RENAMED: dict[str, tuple[str, Callable]] = {
