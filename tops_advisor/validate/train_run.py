@@ -23,15 +23,13 @@ CPU_NOTE = ("timed on the CPU (the host clock, no memory figures) beside a {hw} 
 
 
 def _predict_step(source, batch: int, setup: TrainSetup, hw, calibration, calibration_source: str):
-    """One eager training step of ``source`` counted (``count_training``) and predicted for ``hw``
-    (``predict_training``, with the calibration's rates when there is one): (workload, prediction)."""
-    from ..counting.training import count_training
-    from ..roofline import device_perf
-    from ..train.predict import predict_training
+    """One eager training step of ``source`` counted and predicted for ``hw`` (``api.analyze_training``, with
+    the calibration's rates when there is one): (workload, prediction)."""
+    from ..api import analyze_training
 
-    tw = count_training(source, batch, setup)
-    perf = device_perf(hw, calibration, calibration_source) if calibration is not None else None
-    return tw, predict_training(tw, hw, calibration, Mode.EAGER, perf=perf)
+    result = analyze_training(source, hw, batch=batch, setup=setup, mode=Mode.EAGER,
+                              calibration=(calibration, calibration_source))
+    return result.workload, result.prediction
 
 
 def measured_line(m: StepMeasurement) -> str:
