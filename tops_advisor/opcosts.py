@@ -105,6 +105,12 @@ SOFTMAX_BACKWARD = 4.0       # y * (g - sum(g * y)): multiply, accumulate, subtr
                              # g - exp(y) * sum(g): accumulate, exp, multiply, subtract: 4 too
 BCE_WITH_LOGITS = 10.0       # PyTorch's composite: log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)) (6), then
                              # (1 - t) * x - log_sigmoid (3), then the mean's accumulate (1)
+SMOOTH_L1 = 6.0              # smooth_l1 / huber: d = x - t, |d|, comparison with beta, the square branch
+                             # (0.5 d^2 / beta: 2) or the linear one, a select (the mean's accumulate apart)
+SMOOTH_L1_BACKWARD = 6.0     # d, comparison, d / beta or sign(d), select, times grad, times the mean's 1/n
+LOG_SIGMOID = 6.0            # min(x, 0) - log1p(exp(-|x|)): min, abs, negate, exp, log1p, subtract
+LOG_SIGMOID_BACKWARD = 6.0   # grad * (1 - sigmoid(x)) written as PyTorch's branch on the sign: exp, add, divide,
+                             # subtract, select, multiply
 MSE_LOSS_BACKWARD = 3.0      # 2 (x - t) grad / n: subtract, multiply by grad, multiply by the folded 2 / n
 # Norms' backward, per input element. xhat = (x - mean) * rstd is recomputed (2); the input gradient is
 # rstd * (g - mean(g) - xhat * mean(g * xhat)) with g the output gradient (times the weight where there is one):

@@ -288,3 +288,46 @@ def test_parts_survive_both_lowerings():
     for lowered in (lower_pytorch_cuda(counted), lower_inductor_cuda(counted)):
         families = [r.family for r in lowered if r.name == "aten.convolution_backward"]
         assert families == [CONV_DGRAD_FAMILY, CONV_WGRAD_FAMILY, CONV_BGRAD_FAMILY]
+
+
+def _meta(*shape, dtype=torch.float32):
+    return torch.zeros(*shape, dtype=dtype, device="meta")
+
+
+FUNCTIONAL_STEPS = {
+    "index": lambda t: t[torch.tensor([0, 2, 2]).to("meta")] * 2,
+    "gather": lambda t: torch.gather(t, 1, _meta(4, 3, dtype=torch.long)),
+    "masked_fill": lambda t: t.masked_fill(_meta(4, 8, dtype=torch.bool), 0.0),
+    "cumsum": lambda t: t.cumsum(1),
+    "bicubic": lambda t: F.interpolate(t.view(1, 1, 4, 8), scale_factor=2, mode="bicubic"),
+    "grid_sample": lambda t: F.grid_sample(t.view(1, 1, 4, 8), _meta(1, 2, 2, 2)),
+    "reflection_pad": lambda t: F.pad(t.view(1, 4, 8), (1, 1), mode="reflect"),
+    "tensor_unfold": lambda t: t.unfold(1, 2, 2) * 1.0,
+    "fold": lambda t: F.fold(t.view(1, 8, 4), (3, 3), 2),
+    "normalize": lambda t: F.normalize(t, dim=1),
+    "std": lambda t: t.std(1),
+    "layer_norm_plain": lambda t: F.layer_norm(t, (8,)),
+    "group_norm_plain": lambda t: F.group_norm(t.view(2, 4, 4), 2),
+    "smooth_l1": lambda t: F.smooth_l1_loss(t, _meta(4, 8)),
+    "l1": lambda t: F.l1_loss(t, _meta(4, 8)),
+    "huber": lambda t: F.huber_loss(t, _meta(4, 8)),
+    "kl_div": lambda t: F.kl_div(F.log_softmax(t, 1), _meta(4, 8), reduction="batchmean"),
+    "prelu": lambda t: F.prelu(t, torch.ones(1, device="meta")),
+    "logsigmoid": F.logsigmoid,
+    "selu": F.selu,
+    "max_pool1d": lambda t: F.max_pool1d(t.view(1, 4, 8), 2),
+    "avg_pool1d": lambda t: F.avg_pool1d(t.view(1, 4, 8), 2),
+    "adaptive_max_pool": lambda t: F.adaptive_max_pool2d(t.view(1, 1, 4, 8), 2),
+    "pixel_shuffle": lambda t: F.pixel_shuffle(t.view(1, 4, 2, 4), 2),
+    "roll": lambda t: torch.roll(t, 1, 1),
+    "masked_attention": lambda t: F.scaled_dot_product_attention(*(t.view(1, 1, 4, 8),) * 3, attn_mask=_meta(4, 4)),
+    "repeat_interleave": lambda t: t.repeat_interleave(2, dim=0),
+    "topk_sort": lambda t: t.topk(2, 1).values + t.sort(1).values[:, :2],
+    "norms": lambda t: torch.linalg.vector_norm(t, dim=1) + t.logsumexp(1) + t.amax(1),
+}
+
+
+@pytest.mark.parametrize("name", FUNCTIONAL_STEPS)
+def test_every_backward_operator_of_common_functions_has_a_formula(name):
+    step = count_step(as_module(FUNCTIONAL_STEPS[name]), torch.randn(4, 8, requires_grad=True))
+    assert step.unsupported == {} and step.backward

@@ -184,3 +184,23 @@ def test_sgd_and_adam_training_steps_count_fully():
                       lambda ps: torch.optim.Adam(ps, amsgrad=True, foreach=True),
                       lambda ps: torch.optim.AdamW(ps, foreach=False)):
         assert count_step(model, inputs, optimizer=optimizer).unsupported == {}
+
+
+def test_fused_optimizers_through_the_counter(monkeypatch):
+    """Fused optimizers refuse meta parameters by device name; allowed, their calls reach the handles with the
+    arguments PyTorch passes (``_fused_sgd_`` through its stand-in, ``meta_kernels.fused_sgd_``)."""
+    import torch.optim.optimizer as optimizer_module
+    import torch.utils._foreach_utils as foreach_utils
+
+    devices = foreach_utils._get_fused_kernels_supported_devices() + ["meta"]
+    for module in (foreach_utils, optimizer_module):
+        monkeypatch.setattr(module, "_get_fused_kernels_supported_devices", lambda: devices)
+    model, x = nn.Linear(3, 4), torch.randn(2, 3)     # 16 parameter elements, 64 bytes a list
+    step = count_step(model, x, optimizer=lambda ps: torch.optim.AdamW(ps, fused=True))
+    (adamw,) = step.named("aten._fused_adamw_", "optimizer")
+    # (13 + 2 weight decay) x 16; four lists and two 4-byte steps read; params and both moments written
+    assert (adamw.flops, adamw.bytes_read, adamw.bytes_written, adamw.kernels) == (240, 4 * 64 + 8, 3 * 64, 1)
+    step = count_step(model, x, optimizer=lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, fused=True))
+    (sgd,) = step.named("aten._fused_sgd_", "optimizer")
+    assert (sgd.flops, sgd.bytes_read, sgd.bytes_written) == ((2 + 3) * 16, 3 * 64, 2 * 64)
+    assert step.unsupported == {}

@@ -69,6 +69,37 @@ def mse_loss(c: OpCall) -> Cost:
                 kernels=2 if reduced else 1)
 
 
+@register("aten.smooth_l1_loss", "aten.huber_loss")
+def smooth_l1_loss(c: OpCall) -> Cost:
+    # (self, target, reduction=mean, beta / delta): elementwise, then the mean (2 kernels reduced, as mse_loss)
+    reduced = int(c.arg(2, "reduction", 1)) != 0
+    return Cost(OpKind.REDUCTION if reduced else OpKind.ELEMENTWISE, O.SMOOTH_L1 * c.args[0].numel,
+                kernels=2 if reduced else 1)
+
+
+register("aten.smooth_l1_loss_backward", "aten.huber_loss_backward")(gradient(O.SMOOTH_L1_BACKWARD))
+register("aten.log_sigmoid_backward")(gradient(O.LOG_SIGMOID_BACKWARD))
+
+
+@register("aten.log_sigmoid_forward")
+def log_sigmoid_forward(c: OpCall) -> Cost:
+    # (self) -> (output, buffer): the buffer is empty on CUDA (only the CPU kernel fills it)
+    return Cost(OpKind.ELEMENTWISE, O.LOG_SIGMOID * c.out.numel, bytes_written=c.out.nbytes)
+
+
+@register("aten.grid_sampler_2d_backward")
+def grid_sampler_backward(c: OpCall) -> Cost:
+    """(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask): the input's
+    gradient zeroed, then each output-gradient element scattered to its 4 bilinear taps (a multiply and an
+    atomic add each) and the grid's gradient from the same taps (2 per tap): 2 kernels
+    (aten/src/ATen/native/cuda/GridSampler.cu, ``grid_sampler_2d_backward_kernel``)."""
+    dy, x, grid = c.args[0], c.args[1], c.args[2]
+    dx, dgrid = (bool(v) for v in c.arg(6, "output_mask", (True, True)))
+    written = (2 * x.numel * x.itemsize if dx else 0.0) + (grid.numel * grid.itemsize if dgrid else 0.0)
+    return Cost(OpKind.COPY, 4.0 * 4 * dy.numel, bytes_read=dy.nbytes + x.nbytes + grid.nbytes,
+                bytes_written=written, kernels=1 + int(dx))
+
+
 @register("aten.binary_cross_entropy_with_logits")
 def bce_with_logits(c: OpCall) -> Cost:
     """(self, target, weight, pos_weight, reduction): a composite on the GPU (aten/src/ATen/native/Loss.cpp):

@@ -8,8 +8,8 @@ one thread block per chunk, and one kernel is launched whenever its argument blo
 scalar per tensor) or ``depth_to_max_blocks`` chunks. ``depth`` is the number of tensor lists the kernel walks,
 the output list of an out-of-place operator included. :func:`multi_tensor_launches` reproduces that loop
 exactly; checked against the H200 profiles (benchmarks/studies/training-step/h200_train_profiles.json): the
-launches of all nine foreach passes of AdamW and GradScaler for the twelve profiled models (TinyLlama-1.1B's
-201 fp32 tensors: 53 launches a pass), 96 of 96 equal.
+launches of the eight foreach operators of AdamW and GradScaler's unscale (nine passes a step: ``mul_`` twice)
+for the twelve profiled models (TinyLlama-1.1B's 201 fp32 tensors: 53 launches a pass), 96 of 96 equal.
 
 Those tables are the 4 KB kernel-argument ones. PyTorch also builds 32 KB-argument kernels (7x the tensors,
 2240 blocks) for CUDA 12.1+ drivers, but the H200 profiles (torch 2.11+cu130, driver 580) launched the 4 KB

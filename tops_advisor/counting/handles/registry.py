@@ -110,6 +110,7 @@ ZERO_COST: frozenset[str] = frozenset(f"aten.{n}" for n in (
     "view", "_unsafe_view", "reshape", "_reshape_alias", "view_as", "t", "t_", "transpose", "transpose_",
     "permute", "expand", "expand_as", "squeeze", "squeeze_", "unsqueeze", "unsqueeze_", "slice", "select",
     "narrow", "as_strided", "as_strided_", "alias", "detach", "detach_", "split", "split_with_sizes", "unbind",
+    "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk",  # views autograd does not track (LSTM cells)
     "chunk", "tensor_split", "unflatten", "flatten", "diagonal", "movedim", "unfold", "view_as_real",
     "view_as_complex", "real", "imag", "conj", "resolve_conj", "resolve_neg", "lift_fresh", "lift_fresh_copy",
     "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided", "resize_",

@@ -233,6 +233,8 @@ def upsample_bilinear2d(c: OpCall) -> Cost:
     n, ch, h, w = out.shape
     return Cost(OpKind.COPY, 2.0 * 4 * out.numel, gemm=GemmShape(m=h * w, n=n * ch, k=1, batch=1))
 register("aten.upsample_trilinear3d")(copy(2.0 * 8))
+# grid_sample: bilinear, 4 taps per output element (a multiply-add each); nearest, a copy
+register("aten.grid_sampler_2d")(copy(2.0 * 4))
 register("aten.upsample_bicubic2d", "aten._upsample_bicubic2d_aa")(copy(2.0 * 16))
 
 
