@@ -135,6 +135,16 @@ def test_group_norm_backward():
     assert op.gemm == GemmShape(4, 18, 1)                       # 2 samples x 2 groups of 2*9
 
 
+def test_rms_norm_backward():
+    # the fused RMS norm's backward (CUDA; on meta tensors F.rms_norm decomposes): 4 rows of 16
+    dy, x, rstd, w = TensorInfo((4, 16)), TensorInfo((4, 16)), TensorInfo((4, 1)), TensorInfo((16,), is_param=True)
+    call = OpCall("aten._fused_rms_norm_backward", (dy, x, [16], rstd, w, [True, True]))
+    cost = lookup(call.name)(call)
+    assert cost.flops == (7 + 3) * 64 and cost.kernels == 2     # input gradient 7/elem, weight gradient 3
+    assert cost.bytes_read == 2 * (256 + 256 + 16) + 64         # each kernel reads dy, x, rstd; the first w
+    assert cost.bytes_written == 256 + 64 and cost.gemm == GemmShape(4, 16, 1)
+
+
 @pytest.mark.parametrize("act, name, per", [
     (nn.ReLU(), "aten.threshold_backward", 2), (nn.GELU(), "aten.gelu_backward", 11),
     (nn.GELU(approximate="tanh"), "aten.gelu_backward", 18), (nn.SiLU(), "aten.silu_backward", 9),

@@ -169,6 +169,12 @@ def test_grad_scaler_ops_through_the_counter():
     assert step.unsupported == {}
 
 
+def test_amp_update_scale_is_one_small_kernel():
+    scalars = (TensorInfo((1,)), TensorInfo((1,), 4.0), TensorInfo((1,)))
+    cost = lookup("aten._amp_update_scale_")(OpCall("aten._amp_update_scale_", (*scalars, 2.0, 0.5, 2000)))
+    assert cost.kernels == 1 and cost.flops == 4 and cost.bytes_read is None   # default bytes: 12 read
+
+
 def test_foreach_norm_and_zero():
     tensors = [TensorInfo((100,)), TensorInfo((50,))]
     norm = lookup("aten._foreach_norm")(OpCall("aten._foreach_norm", (tensors, 2)))

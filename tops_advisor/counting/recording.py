@@ -1,5 +1,6 @@
-"""Turn one operator call into a counted record: its cost from the handle, the facts a lowering needs, its
-dataflow, and the activation memory it adds. Views are only followed; every other call is costed."""
+"""Turn one operator call into counted records: its cost from the handle (one record per kernel shape the handle
+reports: a backward convolution's data and weight gradients), the facts a lowering needs, its dataflow, and the
+activation memory it adds. Views are only followed; every other call is costed."""
 
 from __future__ import annotations
 
