@@ -79,6 +79,73 @@ SAFE_SOFTMAX = SOFTMAX + 2.0  # the masked math path's softmax also runs isnegin
 REDUCTION = 1.0          # sum, mean, max, argmax, topk, cumsum: one accumulate or comparison
 VARIANCE = 4.0           # var, std: mean 1, then subtract, square, accumulate 3
 
+# --- backward (training): operations per element of the gradient computed, same rules ----------------------
+# Activations' gradients read the output gradient and the saved input (or output) and write the input gradient;
+# the formulas are PyTorch's CUDA kernels (aten/src/ATen/native/cuda/Activation*Kernel.cu, UnaryOpsKernel.cu).
+RELU_BACKWARD = 2.0          # threshold_backward: where(x <= threshold, 0, grad): comparison, select
+GELU_BACKWARD = 11.0         # grad * (cdf + x * pdf): x / sqrt 2, erf, add 1, multiply 0.5 (cdf: 4); x^2, scale,
+                             # exp, multiply by x and by 1/sqrt(2 pi) (pdf term: 5); add, multiply by grad (2)
+GELU_TANH_BACKWARD = 18.0    # the tanh form: x^2, x^3, the inner polynomial (3), tanh, 1 + tanh, 0.5 x (left,
+                             # right: 3), tanh^2, 1 - tanh^2, the inner derivative (3), two products, a sum, x grad
+SILU_BACKWARD = 9.0          # grad * s * (1 + x * (1 - s)): sigmoid (4), subtract, multiply, add, two multiplies
+SIGMOID_BACKWARD = 3.0       # grad * (1 - y) * y from the saved output
+TANH_BACKWARD = 3.0          # grad * (1 - y^2) from the saved output
+HARDSWISH_BACKWARD = 6.0     # two comparisons (x < -3, x <= 3), x / 3 + 0.5, times grad (3), a select
+HARDSIGMOID_BACKWARD = 4.0   # two comparisons (-3 < x < 3), grad / 6, a select
+HARDTANH_BACKWARD = 3.0      # two comparisons (min < x < max), a select
+LEAKY_RELU_BACKWARD = 3.0    # comparison, grad * slope, select
+ELU_BACKWARD = 6.0           # from the input: comparison, scale, exp, multiply by alpha and scale, times grad, select
+SOFTPLUS_BACKWARD = 7.0      # z = exp(beta x): multiply, exp, comparison with the threshold, add, divide,
+                             # multiply by grad, select
+MISH_BACKWARD = 12.0         # tanh(softplus(x)) + x * sigmoid(x) * (1 - tanh(softplus(x))^2), times grad
+GLU_BACKWARD = 9.0           # per output-gradient element: sigmoid(b) (4); grad_a = grad * s; grad_b = grad * a *
+                             # s * (1 - s) (4)
+DROPOUT_BACKWARD = 2.0       # grad * mask * scale
+SOFTMAX_BACKWARD = 4.0       # y * (g - sum(g * y)): multiply, accumulate, subtract, multiply; log_softmax's
+                             # g - exp(y) * sum(g): accumulate, exp, multiply, subtract: 4 too
+BCE_WITH_LOGITS = 10.0       # PyTorch's composite: log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|)) (6), then
+                             # (1 - t) * x - log_sigmoid (3), then the mean's accumulate (1)
+SMOOTH_L1 = 6.0              # smooth_l1 / huber: d = x - t, |d|, comparison with beta, the square branch
+                             # (0.5 d^2 / beta: 2) or the linear one, a select (the mean's accumulate apart)
+SMOOTH_L1_BACKWARD = 6.0     # d, comparison, d / beta or sign(d), select, times grad, times the mean's 1/n
+LOG_SIGMOID = 6.0            # min(x, 0) - log1p(exp(-|x|)): min, abs, negate, exp, log1p, subtract
+LOG_SIGMOID_BACKWARD = 6.0   # grad * (1 - sigmoid(x)) written as PyTorch's branch on the sign: exp, add, divide,
+                             # subtract, select, multiply
+MSE_LOSS_BACKWARD = 3.0      # 2 (x - t) grad / n: subtract, multiply by grad, multiply by the folded 2 / n
+# Norms' backward, per input element. xhat = (x - mean) * rstd is recomputed (2); the input gradient is
+# rstd * (g - mean(g) - xhat * mean(g * xhat)) with g the output gradient (times the weight where there is one):
+# two row sums (1 + 2) and the combination (4).
+LAYER_NORM_BACKWARD = 10.0         # xhat 2, g = dy * weight 1, sum(g) 1, sum(g * xhat) 2, combination 4
+LAYER_NORM_BACKWARD_AFFINE = 5.0   # the weight and bias gradients (column sums): xhat 2, dy * xhat and its sum 2,
+                                   # sum(dy) 1
+GROUP_NORM_BACKWARD_SUMS = 3.0     # PyTorch's CUDA group norm: sum(dy * x) and sum(dy) per sample and channel
+GROUP_NORM_BACKWARD_APPLY = 4.0    # then dx = c1 * dy + c2 * x + c3 with per-group coefficients
+BATCH_NORM_BACKWARD = 9.0          # training: xhat 2, sum(dy) 1, sum(dy * xhat) 2, combination 4; the weight and
+                                   # bias gradients are those two per-channel sums (no extra pass)
+BATCH_NORM_BACKWARD_AFFINE = LAYER_NORM_BACKWARD_AFFINE  # the two sums alone (frozen statistics, trained weight)
+BATCH_NORM_BACKWARD_EVAL = 1.0     # running statistics (frozen): dx = dy * weight * rstd, one folded multiply
+RMS_NORM_BACKWARD = 7.0            # xhat = x * rstd 1, g = dy * weight 1, sum(g * xhat) 2, rstd * (g - xhat * m) 3
+RMS_NORM_BACKWARD_AFFINE = 3.0     # the weight gradient: xhat 1, dy * xhat and its sum 2
+
+# --- optimizer updates (per parameter element) --------------------------------------------------------------
+# The foreach forms run one operator per line of the update (torch/optim/adam.py, ``_multi_tensor_adam``), each
+# with these counts; the fused kernels evaluate the same update in one pass (aten/src/ATen/native/cuda/
+# fused_adam_utils.cuh, ``adam_math``; FusedSgdKernel.cu, ``sgd_math``).
+LERP = 3.0          # a + w * (b - a): subtract, multiply, add
+ADDCMUL = 3.0       # a + value * b * c
+ADDCDIV = 3.0       # a + value * b / c
+ADAM_STEP = 13.0    # exp_avg: beta1 m + (1 - beta1) g (3); exp_avg_sq: beta2 v + (1 - beta2) g g (4);
+                    # denom sqrt(v) / bias_correction2_sqrt + eps (3); param -= step_size * m / denom (3)
+ADAM_WEIGHT_DECAY = 2.0   # AdamW: param -= lr * weight_decay * param; Adam: grad += weight_decay * param
+ADAM_AMSGRAD = 1.0        # max(max_exp_avg_sq, exp_avg_sq)
+GRAD_UNSCALE = 1.0        # GradScaler's scale folded into the update: grad / scale (fused) or grad * (1 / scale)
+SGD_STEP = 2.0            # param -= lr * grad
+SGD_MOMENTUM = 3.0        # buf = momentum * buf + (1 - dampening) * grad
+SGD_NESTEROV = 2.0        # grad + momentum * buf
+SGD_WEIGHT_DECAY = 2.0    # grad += weight_decay * param
+NON_FINITE_CHECK = 2.0    # GradScaler: grad * inv_scale and an isfinite test
+
+
 # --- rotary position embedding (per element of q or k) ------------------------------------------------------
 ROTARY_FUSED = 3.0       # x * cos + rotate_half(x) * sin in one kernel: 2 multiplies, 1 add (the negation of
                          # rotate_half folds into the sign); unfused, each of mul, neg, cat, mul, add is its own

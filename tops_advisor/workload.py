@@ -20,6 +20,19 @@ CHANNELS_LAST_FAMILY = "channels_last"
 # OpRecord.family of a 2-D depthwise convolution that PyTorch runs on its own CUDA kernel, not cuDNN's, even in
 # fp16 (counting.conv_backend): its rate does not gain from half precision.
 NATIVE_DEPTHWISE_FAMILY = "native_depthwise"
+# OpRecord.family of the kernels of a convolution's backward (``aten.convolution_backward``: one record per
+# gradient it computes). The data gradient (dgrad) and the weight gradient (wgrad) are implicit GEMMs of their
+# own (kind conv, GemmShape below), the bias gradient (bgrad) a sum of the output gradient over the batch and
+# the plane (kind reduction). A depthwise convolution PyTorch keeps from cuDNN (NATIVE_DEPTHWISE_FAMILY) runs
+# PyTorch's own two backward kernels: the DEPTHWISE_ families.
+CONV_DGRAD_FAMILY = "conv_dgrad"
+CONV_WGRAD_FAMILY = "conv_wgrad"
+CONV_BGRAD_FAMILY = "conv_bgrad"
+DEPTHWISE_DGRAD_FAMILY = "native_depthwise_dgrad"
+DEPTHWISE_WGRAD_FAMILY = "native_depthwise_wgrad"
+# OpRecord.family of the optimizer's passes over lists of tensors (``_foreach_*``, the fused optimizers,
+# GradScaler's unscale): PyTorch's multi_tensor_apply kernels, 320 blocks of 512 threads at most per launch.
+MULTI_TENSOR_FAMILY = "multi_tensor_apply"
 
 
 @dataclass(frozen=True)
@@ -27,7 +40,9 @@ class GemmShape:
     """The matrix product an operator runs: ``batch`` independent (m x k) @ (k x n) products.
 
     Convolutions report their implicit GEMM (m = N*H_out*W_out, n = C_out/groups, k = C_in/groups*kh*kw,
-    batch = groups), their ``window`` (kh*kw: 1 for a pointwise convolution, which runs as a plain GEMM when
+    batch = groups; a backward convolution's data gradient is the convolution that writes the input's
+    gradient, m = N*H_in*W_in, n = C_in/groups, k = C_out/groups*kh*kw, and its weight gradient the product
+    m = C_out/groups, n = C_in/groups*kh*kw, k = N*H_out*W_out: ``CONV_DGRAD_FAMILY``), their ``window`` (kh*kw: 1 for a pointwise convolution, which runs as a plain GEMM when
     its ``plane`` is aligned), ``spatial_dims`` (1-D convolutions run other kernels than 2-D ones) and
     ``plane`` (the spatial elements of one image and channel, H_out*W_out: the contiguous row of NCHW);
     attention reports its larger product (m = query length, n = key length, k = head dim,
@@ -65,8 +80,9 @@ class OpRecord:
     internal: bool = False    # kernels launched inside another operator's call (a convolution's bias add):
                               # no host dispatch cost of its own in eager mode, only the extra launches
     family: str = ""          # a finer kind where kernels of one kind differ (norms: "batch_norm",
-                              # "layer_norm", "group_norm"; convolutions: CHANNELS_LAST_FAMILY); "" when
-                              # the kind says enough
+                              # "layer_norm", "group_norm"; convolutions: CHANNELS_LAST_FAMILY; the
+                              # parts of a backward convolution: CONV_DGRAD_FAMILY, ...); "" when the kind
+                              # says enough
     phase: Phase = Phase.FORWARD  # the part of a step it belongs to (forward, backward, optimizer)
 
     def __post_init__(self) -> None:

@@ -326,7 +326,7 @@ def test_unsupported_ops_are_listed_and_warned_never_silent():
 
 def test_registry_is_consistent():
     assert not (set(HANDLES) & ZERO_COST)  # an operator is either counted or free, never both
-    assert all(k.startswith(("aten.", "prim.")) for k in set(HANDLES) | ZERO_COST)
+    assert all(k.startswith(("aten.", "prim.", "profiler.")) for k in set(HANDLES) | ZERO_COST)
     for name in ("aten.mm", "aten.convolution", "aten.scaled_dot_product_attention", "aten.embedding",
                  "aten.native_layer_norm", "aten.cat", "aten.upsample_nearest2d", "aten.max_pool2d_with_indices"):
         assert name in HANDLES, name

@@ -13,16 +13,38 @@ from collections.abc import Sequence
 import torch
 
 from ..kinds import OpKind
+from ..workload import (
+    CONV_DGRAD_FAMILY,
+    CONV_WGRAD_FAMILY,
+    DEPTHWISE_DGRAD_FAMILY,
+    DEPTHWISE_WGRAD_FAMILY,
+    NATIVE_DEPTHWISE_FAMILY,
+)
 from .conv_backend import depthwise_family
 from .handles import OpCall, int_tuple
 
 CONVOLUTIONS = ("aten.convolution", "aten._convolution")
+CONV_BACKWARD = "aten.convolution_backward"
+# The gradients of a depthwise convolution PyTorch keeps from cuDNN run its own backward kernels
+# (conv_depthwise2d_backward): convolution_backward picks the backend by the same rule as the forward
+# (aten/src/ATen/native/Convolution.cpp, ``select_conv_backend``).
+_DEPTHWISE_PARTS = {CONV_DGRAD_FAMILY: DEPTHWISE_DGRAD_FAMILY, CONV_WGRAD_FAMILY: DEPTHWISE_WGRAD_FAMILY}
 
 # Operators whose kernels differ within their kind (OpRecord.family): the roofline reads the family, never
 # an ATen name.
 OP_FAMILY = {"aten.native_batch_norm": "batch_norm", "aten.native_layer_norm": "layer_norm",
              "aten.layer_norm": "layer_norm", "aten.native_group_norm": "group_norm",
-             "aten.group_norm": "group_norm", "aten.upsample_bilinear2d": "bilinear_upsample"}
+             "aten.group_norm": "group_norm", "aten.upsample_bilinear2d": "bilinear_upsample",
+             # training: the norms' backward kernels differ from their forward ones, and fused attention's too
+             "aten.native_batch_norm_backward": "batch_norm_backward", "aten.batch_norm_backward": "batch_norm_backward",
+             "aten.cudnn_batch_norm_backward": "batch_norm_backward",
+             "aten.miopen_batch_norm_backward": "batch_norm_backward",
+             "aten.native_layer_norm_backward": "layer_norm_backward",
+             "aten.native_group_norm_backward": "group_norm_backward",
+             "aten._fused_rms_norm_backward": "rms_norm_backward",
+             "aten._scaled_dot_product_flash_attention_backward": "attention_backward",
+             "aten._scaled_dot_product_efficient_attention_backward": "attention_backward",
+             "aten._scaled_dot_product_cudnn_attention_backward": "attention_backward"}
 
 # Memory-bound kinds whose kernels slow down when an input is a permuted or transposed view.
 _STRIDE_SENSITIVE_KINDS = (OpKind.ELEMENTWISE, OpKind.NORM, OpKind.SOFTMAX, OpKind.REDUCTION, OpKind.COPY)
@@ -95,19 +117,30 @@ def cudnn_output_layout(name: str, args: tuple, out):
     return out
 
 
-def family(call: OpCall, ins: list[torch.Tensor]) -> str:
+def _conv_family(call: OpCall, x: torch.Tensor, w: torch.Tensor, first: int) -> str:
+    """A convolution's backend family from its input, weight and the arguments from stride on (``first``:
+    the position of stride: 3 in the forward, 4 in convolution_backward)."""
+    if _channels_last(x):
+        return ""
+    return depthwise_family(tuple(x.shape), tuple(w.shape), int_tuple(call.arg(first, "stride", 1)),
+                            int_tuple(call.arg(first + 2, "dilation", 1)), int(call.arg(first + 5, "groups", 1)),
+                            bool(call.arg(first + 3, "transposed", False)))
+
+
+def family(call: OpCall, ins: list[torch.Tensor], own: str = "") -> str:
     """``OP_FAMILY``; bilinear upsampling of a channels-last input runs PyTorch's NHWC kernel (parallel over
     every element), not the NCHW one the family stands for (HF SegFormer's decode head: 2.85 ms at batch 128
     where the NCHW kernel takes 30); a depthwise convolution PyTorch keeps from cuDNN (``conv_backend``) unless
-    its input is channels-last (cuDNN's NHWC kernels take it)."""
+    its input is channels-last (cuDNN's NHWC kernels take it). ``own``: the family the handle gave a part of
+    the call (a backward convolution's gradient), made the native depthwise one where that backend runs it."""
     name = call.name
+    if own:
+        if own in _DEPTHWISE_PARTS and name == CONV_BACKWARD and len(ins) >= 3 \
+                and _conv_family(call, ins[1], ins[2], 4) == NATIVE_DEPTHWISE_FAMILY:
+            return _DEPTHWISE_PARTS[own]
+        return own
     if name in CONVOLUTIONS and len(ins) >= 2:
-        x = ins[0]
-        if _channels_last(x):
-            return ""
-        return depthwise_family(tuple(x.shape), tuple(ins[1].shape), int_tuple(call.arg(3, "stride", 1)),
-                                int_tuple(call.arg(5, "dilation", 1)), int(call.arg(8, "groups", 1)),
-                                bool(call.arg(6, "transposed", False)))
+        return _conv_family(call, ins[0], ins[1], 3)
     found = OP_FAMILY.get(name, "")
     if found == "bilinear_upsample" and ins and _channels_last(ins[0]):
         return ""

@@ -17,6 +17,10 @@ bf16 runs CUTLASS's grouped kernel on SM90, fp16 and fp32 a fallback that loops 
 ``mm`` each (``_grouped_mm_fallback``). Measured on the H200 (torch 2.11+cu130, transformers 5.17, a tiny
 Mixtral): all three dtypes run. The shape function is used in every dtype, so a count does not depend on the
 CUDA version of the machine that counts.
+
+``aten._fused_sgd_`` (``torch.optim.SGD(fused=True)``) has no meta kernel at all in torch 2.14 ("no fake impl or
+Meta kernel registered"), where ``_fused_adam_`` and ``_fused_adamw_`` have one. It updates its lists in place and
+returns nothing; the stand-in checks the lists' lengths and returns nothing, so a fused SGD step can be counted.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from collections.abc import Callable
 
 import torch
 
-ShapeFunction = Callable[..., torch.Tensor]
+ShapeFunction = Callable[..., torch.Tensor | None]
 
 
 def grouped_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, offs: torch.Tensor | None = None,
@@ -52,8 +56,17 @@ def grouped_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, offs: torch.Tensor | No
     return torch.empty(size, dtype=out_dtype or mat_a.dtype, device=mat_a.device)
 
 
+def fused_sgd_(params: list[torch.Tensor], grads: list[torch.Tensor], momentum_buffer_list: list[torch.Tensor],
+               **hyperparameters) -> None:
+    """``aten._fused_sgd_``: in place, no output (FusedSgdKernel.cu checks the lists match)."""
+    torch._check(len(params) == len(grads), lambda: "_fused_sgd_: params and grads differ in length")
+    torch._check(not momentum_buffer_list or len(momentum_buffer_list) == len(params),
+                 lambda: "_fused_sgd_: momentum buffers and params differ in length")
+
+
 SHAPE_FUNCTIONS: dict[str, ShapeFunction] = {
     "aten._grouped_mm": grouped_mm,
+    "aten._fused_sgd_": fused_sgd_,
 }
 
 

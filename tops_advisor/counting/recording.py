@@ -1,5 +1,6 @@
-"""Turn one operator call into a counted record: its cost from the handle, the facts a lowering needs, its
-dataflow, and the activation memory it adds. Views are only followed; every other call is costed."""
+"""Turn one operator call into counted records: its cost from the handle (one record per kernel shape the handle
+reports: a backward convolution's data and weight gradients), the facts a lowering needs, its dataflow, and the
+activation memory it adds. Views are only followed; every other call is costed."""
 
 from __future__ import annotations
 
@@ -59,7 +60,12 @@ class Recorder:
         call, infos = self._call(name, args, kwargs, ins, outs)
         facts = self._facts(name, args, kwargs, ins, outs, infos)
         flow = self.flow.flow(ins, outs, self.tensors.param_ids)
-        self.records.append(CountedOp(self._op_record(call, self._cost(call), ins), facts, flow))
+        # One record per kernel shape the handle reports (a backward convolution's data and weight gradients):
+        # the first carries the call's facts, dataflow and host dispatch, the others are internal to it.
+        for part, cost in enumerate(self._costs(call)):
+            first = part == 0
+            self.records.append(CountedOp(self._op_record(call, cost, ins, internal=not first),
+                                          facts if first else None, flow if first else None))
         if name == SDPA and len(outs) == 1 and outs[0].dim() == 4:
             self.tensors.hold(outs, self.tensors.attention_outputs, keep=False)
         self.memory.track(outs, ins, self.tensors.param_ids)
@@ -91,18 +97,20 @@ class Recorder:
         )
         return call, infos
 
-    def _cost(self, call: OpCall) -> Cost:
-        """The handle's cost; an operator without one (or whose arguments it cannot read) is reported."""
+    def _costs(self, call: OpCall) -> tuple[Cost, ...]:
+        """The handle's cost, one per part of the call; an operator without a handle (or whose arguments it
+        cannot read) is reported."""
         handle = lookup(call.name)
         if handle is not None:
             try:
-                return handle(call)
+                cost = handle(call)
+                return cost if isinstance(cost, tuple) and cost else (cost,)
             except (IndexError, TypeError, ValueError, AttributeError, KeyError):
                 pass  # arguments the formula does not understand: report it, don't guess
         self.unsupported[call.name] += 1
-        return Cost(OpKind.OTHER, 0.0)
+        return (Cost(OpKind.OTHER, 0.0),)
 
-    def _op_record(self, call: OpCall, cost: Cost, ins: list[torch.Tensor]) -> OpRecord:
+    def _op_record(self, call: OpCall, cost: Cost, ins: list[torch.Tensor], internal: bool = False) -> OpRecord:
         read = cost.bytes_read if cost.bytes_read is not None else sum(i.nbytes for i in call.inputs)
         written = cost.bytes_written if cost.bytes_written is not None else sum(o.nbytes for o in call.outputs)
         params = cost.param_bytes if cost.param_bytes is not None else sum(
@@ -112,7 +120,8 @@ class Recorder:
             name=call.name, kind=cost.kind, module=self.module_path(), flops=float(cost.flops),
             bytes_read=float(read), bytes_written=float(written), param_bytes=float(params),
             dtype=op_dtype(self.dtype, cost.kind, ins), kernels=cost.kernels, gemm=cost.gemm,
-            strided=reads_strided(cost.kind, activations), family=family(call, ins), phase=self.phase)
+            strided=reads_strided(cost.kind, activations), internal=internal,
+            family=family(call, ins, cost.family), phase=self.phase)
 
     def _facts(self, name: str, args: tuple, kwargs: dict, ins: list[torch.Tensor], outs: list[torch.Tensor],
                infos: dict[int, TensorInfo]) -> OpFacts | None:

@@ -2,7 +2,9 @@
 
 Every handle is a pure function of shapes: it gets an :class:`OpCall` (the operator's arguments with each
 tensor replaced by a :class:`TensorInfo`) and returns a :class:`Cost`. Handles for whole families
-(elementwise, norms, reductions, pooling) come from small factories. Views and no-ops are registered
+(elementwise, norms, reductions, pooling) come from small factories. A training step's backward and optimizer
+operators have theirs too (``backward.py``, ``backward_vector.py``, ``optimizer.py``); a handle may answer one
+cost per kernel shape of a call (a convolution's data and weight gradients), each recorded on its own. Views and no-ops are registered
 explicitly, by name, as costing nothing (:data:`ZERO_COST`); an operator in neither table is *unsupported*
 and the counter reports it (never silently zero).
 
@@ -16,7 +18,7 @@ Conventions (see docs/counting.md):
 - ``kernels`` is how many GPU kernels the operator usually launches in eager PyTorch on a CUDA GPU.
 """
 
-from . import products, vector  # noqa: F401  (importing them registers their formulas)
+from . import backward, backward_vector, optimizer, products, vector  # noqa: F401  (importing them registers)
 from .products import experts_hit
 from .registry import HANDLES, ZERO_COST, Cost, Handle, OpCall, TensorInfo, int_tuple, lookup, register
 

@@ -1,7 +1,8 @@
 """The registry of per-operator cost formulas and the types a formula reads and returns.
 
 A handle is a pure function of shapes: it gets an :class:`OpCall` (the operator's arguments with each tensor
-replaced by a :class:`TensorInfo`) and returns a :class:`Cost`. :func:`register` files it under ATen operator
+replaced by a :class:`TensorInfo`) and returns a :class:`Cost`, or a tuple of them when one call runs kernels of
+different shapes (a convolution's backward: the data and the weight gradient), each recorded on its own. :func:`register` files it under ATen operator
 names and refuses a name that already has one; views and no-ops are listed by name as costing nothing
 (:data:`ZERO_COST`). The formulas themselves live beside this module (``products.py``, ``vector.py``).
 """
@@ -68,9 +69,13 @@ class Cost:
     param_bytes: float | None = None  # None: the bytes of the parameter inputs
     kernels: int = 1
     gemm: GemmShape | None = None
+    family: str = ""                  # ``OpRecord.family`` when the handle knows it (a backward convolution's
+                                      # part: ``workload.CONV_DGRAD_FAMILY``); "" lets the counter decide
 
 
-Handle = Callable[[OpCall], Cost]
+# A handle's answer: one Cost, or one Cost per part of a call whose kernels differ in shape (the counter records
+# each part as its own OpRecord; the first carries the call's host dispatch, the rest are ``internal``).
+Handle = Callable[[OpCall], Cost | tuple[Cost, ...]]
 
 HANDLES: dict[str, Handle] = {}
 
@@ -105,13 +110,18 @@ ZERO_COST: frozenset[str] = frozenset(f"aten.{n}" for n in (
     "view", "_unsafe_view", "reshape", "_reshape_alias", "view_as", "t", "t_", "transpose", "transpose_",
     "permute", "expand", "expand_as", "squeeze", "squeeze_", "unsqueeze", "unsqueeze_", "slice", "select",
     "narrow", "as_strided", "as_strided_", "alias", "detach", "detach_", "split", "split_with_sizes", "unbind",
+    "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk",  # views autograd does not track (LSTM cells)
     "chunk", "tensor_split", "unflatten", "flatten", "diagonal", "movedim", "unfold", "view_as_real",
     "view_as_complex", "real", "imag", "conj", "resolve_conj", "resolve_neg", "lift_fresh", "lift_fresh_copy",
     "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided", "resize_",
     "set_", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size", "_local_scalar_dense",
     "item", "_assert_async", "_assert_tensor_metadata", "_assert_scalar", "_functional_assert_async",
     "is_nonzero", "_has_compatible_shallow_copy_type", "_unsafe_index_put_",
-)) | frozenset({"prim.device", "prim.layout"})
+)) | frozenset({"prim.device", "prim.layout",
+                # the profiler's named ranges (``Optimizer.step#AdamW.step``, ``record_function``): host
+                # bookkeeping, no kernel
+                "profiler._record_function_enter", "profiler._record_function_enter_new",
+                "profiler._record_function_exit"})
 
 
 def expand(value, dims: int) -> tuple[int, ...]:

@@ -86,12 +86,16 @@ _UNARY = ("relu", "silu", "sigmoid", "tanh", "exp", "exp2", "log", "log2", "log1
           "nan_to_num", "frac", "sgn", "relu6", "glu", "logit", "tril", "triu", "fill", "zero", "heaviside")
 _BINARY = ("add", "sub", "rsub", "mul", "div", "pow", "maximum", "minimum", "fmax", "fmin", "remainder",
            "fmod", "atan2", "eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_xor",
-           "bitwise_and", "bitwise_or", "bitwise_xor", "masked_fill", "where", "lerp", "addcmul", "addcdiv",
+           "bitwise_and", "bitwise_or", "bitwise_xor", "masked_fill", "where",
            "floor_divide", "copysign", "hypot", "xlogy", "true_divide", "bitwise_left_shift",
            "bitwise_right_shift", "hardshrink", "softshrink", "prelu", "_prelu_kernel", "isnan", "isinf",
            "logaddexp")
 for _name in _UNARY + _BINARY:
     register(*with_inplace(_name))(elementwise(O.activation(_name)))  # O.ELEMENTWISE unless listed
+# Three-operand updates (the optimizers' lines): a + w * (b - a), a + v * b * c, a + v * b / c: 3 each
+register(*with_inplace("lerp"))(elementwise(O.LERP))
+register(*with_inplace("addcmul"))(elementwise(O.ADDCMUL))
+register(*with_inplace("addcdiv"))(elementwise(O.ADDCDIV))
 
 
 @register(*with_inplace("gelu"))
@@ -229,6 +233,8 @@ def upsample_bilinear2d(c: OpCall) -> Cost:
     n, ch, h, w = out.shape
     return Cost(OpKind.COPY, 2.0 * 4 * out.numel, gemm=GemmShape(m=h * w, n=n * ch, k=1, batch=1))
 register("aten.upsample_trilinear3d")(copy(2.0 * 8))
+# grid_sample: bilinear, 4 taps per output element (a multiply-add each); nearest, a copy
+register("aten.grid_sampler_2d")(copy(2.0 * 4))
 register("aten.upsample_bicubic2d", "aten._upsample_bicubic2d_aa")(copy(2.0 * 16))
 
 
