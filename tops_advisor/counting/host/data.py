@@ -51,6 +51,7 @@ class HostData:
     def __init__(self) -> None:
         self._ids: set[int] = set()
         self.making = 0          # inside a device-less factory call: its operators make host data
+        self.cpu_is_host = False  # the model is on the meta device: every real CPU tensor is host data
 
     def mark(self, tensors: list[torch.Tensor]) -> None:
         for t in tensors:
@@ -75,5 +76,9 @@ class HostData:
         return bool(args) and isinstance(args[0], FakeTensor) and self.holds(args[0])
 
     def runs_on_host(self, ins: list[torch.Tensor]) -> bool:
-        """An operator inside a device-less factory, or whose tensor inputs are all host data."""
-        return bool(self.making) or (bool(ins) and all(id(t) in self._ids for t in ins))
+        """An operator inside a device-less factory, or whose tensor inputs are all host data (with
+        ``cpu_is_host``: a training step counted on the meta device, where torch.optim keeps its step counts in
+        CPU tensors and updates them on the CPU)."""
+        if self.making or not ins:
+            return bool(self.making)
+        return all(id(t) in self._ids or (self.cpu_is_host and t.device.type == "cpu") for t in ins)

@@ -129,5 +129,6 @@ def prepare_step(module: torch.nn.Module, inputs, setup: TrainSetup, strict: boo
     run = CountingRun("fp32" if lower is not None else count_as, tensors, strict, input_bytes, autocast=lower is not None,
                       autocast_dtype=lower or torch.float16, memory=MemoryTimeline(input_bytes))
     run.training = True
+    run.host_data.cpu_is_host = True   # the model is on meta: torch.optim's CPU step counts are host work
     return args, kwargs, run, input_bytes
 
