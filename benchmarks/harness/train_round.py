@@ -67,10 +67,10 @@ def predict(plan_path: Path, out: Path) -> None:
             p = predict_training(tw, hw, perf=perf)
             rows[key(line.model, batch, prec, opt, mode)] = {
                 "step_s": p.step_s, "forward_s": p.forward_s, "backward_s": p.backward_s,
-                "optimizer_s": p.optimizer_s, "peak_bytes": p.memory.peak_bytes, "bound": p.bound,
+                "optimizer_s": p.optimizer_s, "peak_bytes": p.peak_memory_bytes, "bound": p.bound,
                 "unsupported_ops": dict(tw.workload.unsupported_ops), **peers(tw, hw, p.precision)}
             print(f"{key(line.model, batch, prec, opt, mode)}: {p.step_s * 1e3:.1f} ms, "
-                  f"{p.memory.peak_bytes / 1e9:.2f} GB", file=sys.stderr)
+                  f"{p.peak_memory_bytes / 1e9:.2f} GB", file=sys.stderr)
     out.write_text(json.dumps({"device": hw.id, "points": rows}, indent=1))
 
 

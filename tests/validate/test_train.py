@@ -115,7 +115,7 @@ def test_cpu_step_is_measured_beside_its_prediction(models):
         ms = out[f"{key}_ms"]
         assert ms["measured"] == pytest.approx(seconds * 1e3) and ms["predicted"] == pytest.approx(predicted * 1e3)
         assert out["errors"][key] == pytest.approx((predicted - seconds) / seconds)
-    assert out["peak_memory_bytes"]["predicted"] == expected.memory.peak_bytes and out["errors"]["peak_memory"] is None
+    assert out["peak_memory_bytes"]["predicted"] == expected.peak_memory_bytes and out["errors"]["peak_memory"] is None
     assert out["prediction"]["memory_parts"]["weights"] == m["param_bytes"]   # no buffers in this model
     assert out["environment"]["device"] == "cpu"
 

@@ -39,7 +39,7 @@ def throughput_lines(p: TrainingPrediction, tw: TrainingWorkload) -> list[str]:
 def memory_table(p: TrainingPrediction) -> FittedTable:
     m = p.memory
     fits = "fits" if p.fits_memory else "DOES NOT FIT"
-    t = FittedTable(title=f"memory at the peak ({m.peak_phase}): {fmt_memory(m.peak_bytes)} + runtime reserve = "
+    t = FittedTable(title=f"memory at the peak ({m.peak_phase}): {fmt_memory(p.peak_memory_bytes)} + runtime reserve = "
                           f"{fmt_memory(p.memory_required_bytes)} of {fmt_bytes(p.memory_capacity_bytes)}, {fits}",
                     title_justify="left")
     t.add_column("part")
@@ -48,6 +48,7 @@ def memory_table(p: TrainingPrediction) -> FittedTable:
         value = getattr(m, name)
         if value:
             t.add_row(name.replace("_", " "), fmt_memory(value))
+    t.add_row("cuBLAS workspaces", fmt_memory(p.workspace_bytes))
     return t
 
 

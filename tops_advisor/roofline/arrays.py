@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kinds import OpKind
-from ..workload import OpRecord, Workload
+from ..workload import CONV_WGRAD_FAMILY, DEPTHWISE_WGRAD_FAMILY, OpRecord, Workload
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,24 @@ SHAPE_FIELDS: dict[OpKind, tuple[str | None, str | None, str | None, str | None]
     OpKind.NORM: ("norm_rows", "norm_row_elements", None, None),
     OpKind.COPY: ("upsample_positions", "upsample_planes", None, None),
 }
-_SHAPE_DIMS = ("m", "n", "k", "batch")
+
+
+# A convolution's weight gradient is the GEMM (C_out x N*H_out*W_out) @ (N*H_out*W_out x C_in*kh*kw): few output
+# tiles and a deep reduction. cuDNN's wgrad kernels split that reduction across thread blocks (split-K), so they
+# fill the device as the layer's forward implicit GEMM does; the roofline prices a weight gradient at the
+# forward's shape (m = N*H_out*W_out, n = C_out, k = C_in*kh*kw), which has its multiply-adds. H200 check:
+# ResNet-50 amp's backward kernels (benchmarks/studies/training-step/h200_train_profiles.json) run its weight
+# gradients at the rate of its forward convolutions within 2x, where the wgrad shape's own tile count gave 3.4x
+# slower (a blind round scores it).
+WGRAD_FAMILIES = frozenset({CONV_WGRAD_FAMILY, DEPTHWISE_WGRAD_FAMILY})
+
+
+def _rate_dims(o: OpRecord) -> tuple[int, int, int, int]:
+    """The (m, n, k, batch) the roofline prices ``o``'s GemmShape at (a weight gradient at its forward's)."""
+    g = o.gemm
+    if o.family in WGRAD_FAMILIES:
+        return g.k, g.m, g.n, g.batch
+    return g.m, g.n, g.k, g.batch
 
 
 def _split_shapes(ops: tuple[OpRecord, ...], kind: list[OpKind]) -> dict[str, np.ndarray]:
@@ -158,9 +175,9 @@ def _split_shapes(ops: tuple[OpRecord, ...], kind: list[OpKind]) -> dict[str, np
     for i, (o, kd) in enumerate(zip(ops, kind, strict=True)):
         if o.gemm is None:
             continue
-        for dim, name in zip(_SHAPE_DIMS, SHAPE_FIELDS.get(kd, ()), strict=False):
+        for value, name in zip(_rate_dims(o), SHAPE_FIELDS.get(kd, ()), strict=False):
             if name:
-                out[name][i] = getattr(o.gemm, dim)
+                out[name][i] = value
     return out
 
 

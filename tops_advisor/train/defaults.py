@@ -29,4 +29,22 @@ class TrainingDefaults:
     optimizer_launch_s: Default[float] = Default(5.0e-6, "assumed until fitted: " + _FIT)
 
 
+# cuBLAS workspaces are allocated through PyTorch's caching allocator (so torch.cuda.max_memory_allocated counts
+# them), one per (cuBLAS handle, stream), and handles are per thread: a training step has two, the forward's and
+# the autograd engine's device thread. Size: at::cuda::getChosenWorkspaceSize (aten/src/ATen/cuda/
+# CublasHandlePool.cpp): 32 MiB on compute capability 9.0 and newer, else 4096 KiB x 2 + 16 KiB x 8 (the
+# CUBLAS_WORKSPACE_CONFIG default); H200 check: allocated after the steps minus the step's tensors was ~70 MB
+# for TinyLlama and the small CNN (benchmarks/studies/training-step/README.md).
+CUBLAS_WORKSPACE_BYTES = Default({"9.0+": 32 * 2**20, "older": 4096 * 1024 * 2 + 16 * 1024 * 8},
+                                 "aten/src/ATen/cuda/CublasHandlePool.cpp getChosenWorkspaceSize")
+SM90_AND_NEWER = frozenset({"Hopper", "Blackwell"})
+WORKSPACE_THREADS = 2   # the forward's thread and the autograd engine's device thread
+
+
+def workspace_bytes(architecture: str) -> float:
+    """The cuBLAS workspaces a training step holds on a device of this architecture."""
+    size = CUBLAS_WORKSPACE_BYTES.value["9.0+" if architecture in SM90_AND_NEWER else "older"]
+    return float(WORKSPACE_THREADS * size)
+
+
 TRAINING_DEFAULTS = TrainingDefaults()

@@ -20,7 +20,7 @@ from ..kinds import Bound, Mode, Phase
 from ..roofline.arrays import OpArrays, op_arrays
 from ..roofline.device import DevicePerf, device_perf
 from ..roofline.predict import BOUNDS, device_times
-from .defaults import TRAINING_DEFAULTS, TrainingDefaults
+from .defaults import TRAINING_DEFAULTS, TrainingDefaults, workspace_bytes
 from .timeline import run_steps
 from .workload import NOT_MODELLED, MemoryParts, TrainingWorkload
 
@@ -52,10 +52,16 @@ class TrainingPrediction:
     peak_ops_per_s: float         # dense peak at the precision doing most of the work
     precision: str
     memory: MemoryParts
-    memory_required_bytes: float  # the peak plus the runtime reserve
+    memory_required_bytes: float  # the peak (with the workspaces) plus the runtime reserve
     memory_capacity_bytes: float
     tokens: int = 0
     assumptions: tuple[str, ...] = ()
+    workspace_bytes: float = 0.0  # cuBLAS workspaces, allocated through the caching allocator
+
+    @property
+    def peak_memory_bytes(self) -> float:
+        """What ``torch.cuda.max_memory_allocated`` reports: the step's peak and the cuBLAS workspaces."""
+        return self.memory.peak_bytes + self.workspace_bytes
 
     def part(self, phase: Phase) -> PartPrediction:
         return next(p for p in self.parts if p.phase == phase)
@@ -105,7 +111,8 @@ class TrainingPrediction:
             "parts": [asdict(p) for p in self.parts], "bound": self.bound, "model_flops": self.model_flops,
             "attainable_ops_per_s": self.attainable_ops_per_s, "peak_ops_per_s": self.peak_ops_per_s,
             "mfu": self.mfu, "samples_per_s": self.samples_per_s, "tokens_per_s": self.tokens_per_s,
-            "peak_memory_bytes": self.memory.peak_bytes, "memory_parts": self.memory.model_dump(),
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "memory_parts": self.memory.model_dump() | {"cublas_workspaces": self.workspace_bytes},
             "memory_required_bytes": self.memory_required_bytes, "memory_capacity_bytes": self.memory_capacity_bytes,
             "fits_memory": self.fits_memory, "memory_not_modelled": list(NOT_MODELLED),
             "assumptions": list(self.assumptions),
@@ -114,12 +121,19 @@ class TrainingPrediction:
 
 def host_times(a: OpArrays, phase: np.ndarray, tw: TrainingWorkload, perf: DevicePerf,
                td: TrainingDefaults = TRAINING_DEFAULTS) -> np.ndarray:
-    """Host time of each operator in eager mode (seconds on this device's host)."""
+    """Host time of each operator in eager mode (seconds on this device's host). Forward operators, and the
+    backward's recompute of checkpointed modules (backward operators issued inside a module's forward), cost
+    what an eager inference operator costs plus autograd's recording, with the module and Python calls spread
+    over them; the other backward operators cost the autograd engine's work per node, spread over them; the
+    optimizer's cost its Python per parameter and its multi-tensor launches."""
     d = perf.defaults
     scale = perf.eager_op_s / d.eager_op_s.value           # the calibration's host scale
     k = a.kernels
     launching = (k >= 1) & ~a.internal
-    fwd, bwd, opt = (phase == i for i in range(len(PHASES)))
+    in_module = np.array([bool(op.module) for op in tw.workload.ops], dtype=bool)
+    bwd_all, opt = phase == 1, phase == 2
+    fwd = (phase == 0) | (bwd_all & in_module)
+    bwd = bwd_all & ~in_module
     w = tw.workload
     calls_s = ((w.module_calls - w.empty_module_calls) * d.eager_module_call_s.value
                + w.empty_module_calls * d.eager_empty_module_call_s.value + w.python_calls * d.eager_python_call_s.value)
@@ -189,13 +203,14 @@ def predict_training(tw: TrainingWorkload, hardware: Hardware, calibration: Cali
     step_s = float(finish[1, -1]) - step_start
     fwd_bwd = phase < 2
     precision = _main_precision(a.flops[fwd_bwd], t.precision[fwd_bwd], hardware, tw.workload.dtype)
-    required = tw.memory.peak_bytes + perf.defaults.runtime_memory_bytes.value
+    workspace = workspace_bytes(hardware.architecture)
+    required = tw.memory.peak_bytes + workspace + perf.defaults.runtime_memory_bytes.value
     return TrainingPrediction(
         hardware=hardware.id, workload=tw.name, batch=tw.batch, setup=tw.setup.describe(), mode=str(mode),
         step_s=step_s, parts=_parts(finish[1], phase, host, device, t.bound, a.flops, step_start),
         model_flops=tw.model_flops, peak_ops_per_s=hardware.peak_ops_per_s(precision) or 0.0,
         precision=precision, memory=tw.memory, memory_required_bytes=required,
-        memory_capacity_bytes=hardware.memory_bytes, tokens=tw.tokens,
+        memory_capacity_bytes=hardware.memory_bytes, tokens=tw.tokens, workspace_bytes=workspace,
         assumptions=(f"mode {mode}: " + ("eager PyTorch, host cost per operator, per autograd node and per "
                                          "optimizer launch, overlapping the device" if mode == Mode.EAGER
                                          else "no host cost (a lower bound)"),

@@ -121,7 +121,7 @@ class TrainValidationReport(BaseModel):
     def peak_memory_bytes(self) -> dict[str, float | None]:
         """Measured: ``torch.cuda.max_memory_allocated`` over the steps after the first; predicted: the peak of
         the counted step's memory timeline (no runtime reserve: the allocator's count has none)."""
-        return self._pair(self.measured.steady_peak_bytes, self.prediction.memory.peak_bytes)
+        return self._pair(self.measured.steady_peak_bytes, self.prediction.peak_memory_bytes)
 
     @property
     def rows(self) -> tuple[PartRow, ...]:
@@ -130,7 +130,7 @@ class TrainValidationReport(BaseModel):
         out = [PartRow(part=STEP, measured=m.step_s, predicted=p.step_s, bound=p.bound)]
         out += [PartRow(part=str(ph), measured=m.part_s(ph), predicted=p.part(ph).time_s, bound=p.part(ph).bound)
                 for ph in PARTS]
-        out.append(PartRow(part=PEAK_MEMORY, measured=m.steady_peak_bytes, predicted=p.memory.peak_bytes,
+        out.append(PartRow(part=PEAK_MEMORY, measured=m.steady_peak_bytes, predicted=p.peak_memory_bytes,
                            bound=""))
         return tuple(out)
 

@@ -24,7 +24,7 @@ from tops_advisor.catalog import load_catalog
 from tops_advisor.roofline import device_perf
 from tops_advisor.roofline.defaults.base import Default
 from tops_advisor.train import TrainSetup
-from tops_advisor.train.defaults import TRAINING_DEFAULTS
+from tops_advisor.train.defaults import TRAINING_DEFAULTS, workspace_bytes
 from tops_advisor.train.predict import predict_training
 
 HERE = Path(__file__).parent
@@ -52,11 +52,22 @@ def count_all(pts: list[dict], cache: Path | None) -> list:
     return steps
 
 
-def errors(steps, pts, hw, td) -> np.ndarray:
-    """log(predicted / measured) step time of every point, with host costs ``td`` (reference-host seconds)."""
+PARTS = ("step_s", "forward_s", "backward_s", "optimizer_s")
+
+
+def part_errors(steps, pts, hw, td) -> np.ndarray:
+    """log(predicted / measured) of the step and each part (points x 4), with host costs ``td``."""
     perf = device_perf(hw, *calibration_for(hw))    # the shipped H200 calibration: the machine's host scale
-    return np.array([np.log(predict_training(tw, hw, perf=perf, training_defaults=td).step_s / p["step_s"])
-                     for tw, p in zip(steps, pts, strict=True)])
+    rows = []
+    for tw, p in zip(steps, pts, strict=True):
+        pred = predict_training(tw, hw, perf=perf, training_defaults=td)
+        rows.append([np.log(max(getattr(pred, k), 1e-9) / p[k]) for k in PARTS])
+    return np.array(rows)
+
+
+def errors(steps, pts, hw, td) -> np.ndarray:
+    """log(predicted / measured) step time of every point."""
+    return part_errors(steps, pts, hw, td)[:, 0]
 
 
 def with_values(values: dict[str, float]):
@@ -64,17 +75,19 @@ def with_values(values: dict[str, float]):
 
 
 def loss(e: np.ndarray) -> float:
-    return float(np.median(np.abs(e)) + np.mean(np.abs(e)))
+    """Median plus mean |log error| of the step, and of each part at half weight."""
+    a = np.abs(e)
+    return float(np.median(a[:, 0]) + a[:, 0].mean() + 0.5 * (np.median(a[:, 1:], 0) + a[:, 1:].mean(0)).sum())
 
 
 def fit(steps, pts, hw) -> dict[str, float]:
     values = {k: getattr(TRAINING_DEFAULTS, k).value for k in FIELDS}
-    best = loss(errors(steps, pts, hw, with_values(values)))
-    for _round in range(3):
+    best = loss(part_errors(steps, pts, hw, with_values(values)))
+    for _round in range(4):
         for k in FIELDS:
-            for factor in (0.25, 0.5, 0.7, 0.85, 1.2, 1.4, 2.0, 4.0):
-                trial = dict(values, **{k: values[k] * factor})
-                score = loss(errors(steps, pts, hw, with_values(trial)))
+            for factor in (0.1, 0.3, 0.5, 0.7, 0.85, 0.93, 1.07, 1.2, 1.4, 2.0, 3.0, 10.0):
+                trial = dict(values, **{k: max(values[k], 1e-7) * factor})
+                score = loss(part_errors(steps, pts, hw, with_values(trial)))
                 if score < best:
                     best, values = score, trial
     return values
@@ -91,17 +104,21 @@ def main() -> None:
     base = errors(steps, pts, hw, TRAINING_DEFAULTS)
     print(f"package defaults: median |error| {np.median(np.abs(np.expm1(base))):.1%}, "
           f"worst {np.max(np.abs(np.expm1(base))):.1%}")
+    values = {k: getattr(TRAINING_DEFAULTS, k).value for k in FIELDS}
     if not args.no_fit:
         values = fit(steps, pts, hw)
         e = errors(steps, pts, hw, with_values(values))
+        base = e
         print("fit (reference host: the H200 calibration's host scale is applied in predict_training):")
         for k, v in values.items():
             print(f"  {k}: {v * 1e6:.2f} us")
         print(f"fit: median |error| {np.median(np.abs(np.expm1(e))):.1%}, worst {np.max(np.abs(np.expm1(e))):.1%}")
-    for tw, p, err in zip(steps, pts, base, strict=True):
-        mem = tw.memory.peak_bytes / p["peak_bytes"] - 1
+    td = with_values(values) if not args.no_fit else TRAINING_DEFAULTS
+    rows = np.expm1(part_errors(steps, pts, hw, td))
+    for tw, p, r in zip(steps, pts, rows, strict=True):
+        mem = (tw.memory.peak_bytes + workspace_bytes(hw.architecture)) / p["peak_bytes"] - 1
         print(f"{p['model'][:26]:26s} b{p['batch']:<5}{p['precision']:9s}{p['optimizer']:12s}{p['mode']:6s}"
-              f"step {np.expm1(err):+6.1%}  peak memory {mem:+6.1%}")
+              f"step {r[0]:+6.1%} fwd {r[1]:+6.1%} bwd {r[2]:+6.1%} opt {r[3]:+6.1%}  peak memory {mem:+6.1%}")
 
 
 if __name__ == "__main__":
