@@ -29,7 +29,10 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 @click.option("--dtype", default="fp16", show_default=True,
               help=f"One of {', '.join(PRECISIONS)}, several comma-separated, or 'auto'.")
 @click.option("--segment", help="edge, workstation or datacenter.")
-@click.option("--max-power", help="Maximum board power, e.g. 60W.")
+@click.option("--max-power", help="Maximum board power, e.g. 60W (a Jetson module: its fastest power mode within it).")
+@click.option("--power-mode", "power_mode", metavar="MODE",
+              help="Run modules in this power mode (Jetson nvpmodel: 15W, MAXN, ...); devices without it are "
+                   "left out.")
 @click.option("--max-price", type=float, help="Maximum list price in USD.")
 @click.option("--hardware", "-H", "hardware_names", multiple=True, help="Limit to these devices; repeatable.")
 @click.option("--mode", type=click.Choice(["graph", "eager", "compiled"]), default="graph", show_default=True,
@@ -42,7 +45,7 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 @model_command_options
 @click.pass_context
 def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_devices, latency, throughput, batch,
-              dtype, segment, max_power, max_price, hardware_names, mode, rank_by, top, no_calibration, strict,
+              dtype, segment, max_power, power_mode, max_price, hardware_names, mode, rank_by, top, no_calibration, strict,
               task, seq, input_shape, catalog_dirs, as_json):
     """Rank the devices that run MODEL, or an LLM (--llm), within the targets.
 
@@ -62,7 +65,7 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
     c = Constraints(
         latency_s=parse_latency_s(latency) if latency else None, throughput_per_s=throughput, batch=batch,
         dtypes=dtypes, segment=segment.lower() if segment else None,
-        max_power_w=parse_power_w(max_power) if max_power else None, max_price_usd=max_price,
+        max_power_w=parse_power_w(max_power) if max_power else None, power_mode=power_mode, max_price_usd=max_price,
         hardware=limit, mode=mode, rank_by=rank_by, top=top)
     if llm_config:
         return _recommend_llm(llm_config, c, tokens_per_s, ttft, batch or 1, prompt, generate, max_devices,

@@ -99,7 +99,7 @@ def _plan_on(hw: Hardware, cfg, c: Constraints, calibration_of, **plan_args) -> 
         hardware=hw.id, devices=n, tokens_per_s=rate, ttft_s=a.ttft_s, tpot_s=a.tpot_s,
         memory_required_bytes=a.memory_required_bytes, bound=a.bound, total_tdp_w=n * hw.tdp_w,
         tokens_per_s_per_watt=rate / (n * hw.tdp_w), price_usd=n * hw.price_usd if hw.price_usd else None,
-        calibrated=cal is not None, why=plan.why)
+        calibrated=cal is not None, why=plan.why, power_mode=hw.power_mode if hw.power_modes else None)
 
 
 def _nothing(c: Constraints) -> Callable[[list[Rejection]], NothingFeasibleError]:

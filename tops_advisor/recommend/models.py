@@ -177,5 +177,5 @@ def _recommendation(p: Prediction, hw: Hardware, c: Constraints, band: ErrorBand
         throughput_per_kusd=tput / price * 1000 if price else None,
         headroom=c.latency_s / p.latency_s if c.latency_s else None, calibrated=p.calibrated,
         memory_required_bytes=p.memory_required_bytes, advice=tuple(advise(p, hw)[:ADVICE_PER_RECOMMENDATION]),
-        expected_error=band,
+        expected_error=band, power_mode=hw.power_mode if hw.power_modes else None,
     )

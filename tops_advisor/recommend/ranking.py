@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from ..catalog import Hardware
 from ..errors import NothingFeasibleError
-from .constraints import NOT_ASKED, Constraints, filters_text, prefilter
+from .constraints import NOT_ASKED, Constraints, at_power_limit, check_power_mode, filters_text, prefilter
 from .results import Rejection
 
 R = TypeVar("R")
@@ -16,12 +16,15 @@ Scores = dict[str, Callable[[R], float]]  # rank_by -> score of a record (larger
 
 
 def candidates(devices: Iterable[Hardware], c: Constraints) -> tuple[list[Hardware], list[Rejection]]:
-    """Devices that pass the filters, and the others with why (devices outside --hardware are dropped)."""
+    """Devices that pass the filters (a module in the power mode the constraints give it), and the others with
+    why (devices outside --hardware are dropped)."""
+    devices = list(devices)
+    check_power_mode(devices, c)
     kept, rejected = [], []
     for hw in devices:
         why = prefilter(hw, c)
         if why is None:
-            kept.append(hw)
+            kept.append(at_power_limit(hw, c))
         elif why != NOT_ASKED:
             rejected.append(Rejection(hardware=hw.id, reason=why))
     if not kept:

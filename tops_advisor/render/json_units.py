@@ -118,7 +118,12 @@ def analysis_json(a: ModelAnalysis, plot: str | None = None) -> dict:
     w = a.workload
     return {**prediction_json(a.prediction), "advice": a.advice, "unsupported_ops": dict(w.unsupported_ops),
             "assumptions": list(w.assumptions), "notes": [n.text for n in w.notes],
-            "expected_error": band_json(a.band) if a.band else None, "plot": plot}
+            "expected_error": band_json(a.band) if a.band else None, "plot": plot, **_power_mode(a.perf.hardware)}
+
+
+def _power_mode(hw) -> dict:
+    """``power_mode`` for a module (the nvpmodel mode predicted), nothing for a device without modes."""
+    return {"power_mode": hw.power_mode} if hw.power_modes else {}
 
 
 _SPECIAL = {ErrorBand: band_json, Prediction: prediction_json, ModelAnalysis: analysis_json}

@@ -18,7 +18,19 @@ ERROR_HEADER = "error"
 
 
 def _device(r) -> str:
-    return r.hardware + (CALIBRATED_MARK if r.calibrated else "")
+    mode = getattr(r, "power_mode", None)
+    return r.hardware + (CALIBRATED_MARK if r.calibrated else "") + (f" @{mode}" if mode else "")
+
+
+def power_mode_line(res: RecommendResult) -> str | None:
+    """What '@15W' after a module means, when any row has it."""
+    if not any(getattr(r, "power_mode", None) for r in res.recommendations):
+        return None
+    c = res.constraints
+    how = ("the mode --power-mode asked for" if c.power_mode else
+           f"its fastest mode within {c.max_power_w:g} W" if c.max_power_w else
+           "its datasheet's mode (--max-power or --power-mode pick another)")
+    return f"@MODE: the power mode a module is predicted in ({how}); per W counts that mode's budget"
 
 
 def _tops(r) -> str:
@@ -142,7 +154,7 @@ def render_recommendations(res: RecommendResult, out) -> None:
     """``recommend MODEL``'s output on the rich console ``out``."""
     table = recommendations_table(res, out.width)
     out.print(table)
-    for line in (calibration_line(res), error_band_line(res, has_error_column(table))):
+    for line in (calibration_line(res), power_mode_line(res), error_band_line(res, has_error_column(table))):
         if line:
             bullet(out, line, mark=" ", style="dim")
     for line in advice_lines(res):
@@ -154,9 +166,9 @@ def render_recommendations(res: RecommendResult, out) -> None:
 def render_llm_recommendations(res: RecommendResult, model: str, out) -> None:
     """``recommend --llm``'s output on the rich console ``out``."""
     out.print(llm_recommendations_table(res, model))
-    line = calibration_line(res)
-    if line:
-        bullet(out, line, mark=" ", style="dim")
+    for line in (calibration_line(res), power_mode_line(res)):
+        if line:
+            bullet(out, line, mark=" ", style="dim")
     if any(r.bound == "compute" for r in res.recommendations):
         bullet(out, "compute-bound decode at a small batch: the matrix products' tensor-core tiles run mostly "
                     "empty (one row per sequence), not the arithmetic saturated; 'tops-advisor llm MODEL -H DEVICE' "
