@@ -84,10 +84,11 @@ RENAMED: dict[str, tuple[str, Callable]] = {
 # An error band's keys in the order each source has always written them; fields that are None are left out.
 BAND_KEYS = {
     "report": ("family", "mode", "calibrated", "median_abs_error", "worst_abs_error", "n", "card", "text",
-               "blind_rounds"),
-    "blind": ("mode", "dtype", "calibrated", "round", "median_abs_error", "worst_abs_error", "n", "card", "text"),
+               "blind_rounds", "borrowed_from"),
+    "blind": ("mode", "dtype", "calibrated", "round", "median_abs_error", "worst_abs_error", "n", "card", "text",
+              "borrowed_from"),
     "published": ("median_abs_error", "worst_abs_error", "n", "card", "basis", "text", "family", "mode",
-                  "calibrated"),
+                  "calibrated", "borrowed_from", "unmeasured"),
 }
 
 
