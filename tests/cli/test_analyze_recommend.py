@@ -80,6 +80,15 @@ def test_analyze_at_a_power_mode():
     assert table.exit_code == 0 and "at power mode 15W" in table.output
 
 
+def test_recommend_dtype_auto_says_why_int8_was_not_tried():
+    r = run("recommend", MODEL, "--dtype", "auto", "--batch", "8", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert {x["dtype"] for x in d["recommendations"]} <= {"fp32", "fp16", "bf16"}
+    assert d["constraints"]["dtypes"] == ["fp32", "fp16", "bf16"] and d["constraints"]["dtype_auto"] is True
+    assert any("not fp8/int8" in n and "TensorRT or torchao" in n for n in d["notes"])
+
+
 def test_recommend_max_power_says_which_mode():
     r = run("recommend", MODEL, "--max-power", "15W", "--batch", "1", "--json")
     assert r.exit_code == 0, r.output

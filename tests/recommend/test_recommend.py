@@ -279,3 +279,27 @@ def test_a_15w_limit_never_admits_a_jetson_at_a_higher_modes_speed():
             assert rec.latency_s > full.latency_s
     agx = next(r for r in res.recommendations if r.hardware == "jetson-agx-orin-64gb")
     assert agx.power_mode == "15W"
+
+
+# --- --dtype auto: only precisions the run mode's software runs ---------------------------------------------
+
+def test_auto_never_picks_a_precision_plain_pytorch_cannot_run():
+    from tops_advisor.recommend import auto_dtypes
+    from tops_advisor.recommend.constraints import auto_dtype_note
+
+    for mode in ("graph", "eager", "compiled"):
+        assert auto_dtypes(mode) == ("fp32", "fp16", "bf16")
+        assert "not fp8/int8" in auto_dtype_note(mode) and "TensorRT or torchao" in auto_dtype_note(mode)
+    def sized(batch: int, dtype: str) -> Workload:  # the stream's bytes at the precision's width (int8: half)
+        width = {"fp32": 2.0, "int8": 0.5, "fp8": 0.5}.get(dtype, 1.0)
+        op = OpRecord("aten.mm", "matmul", "", 1e3 * batch, 4.25e6 * batch * width, 4.25e6 * batch * width, 0,
+                      dtype, 1)
+        return Workload("stream", batch, dtype, (op,))
+
+    # FAST has int8: on this stream int8 moves half the bytes and would win if it were tried
+    explicit = recommend(sized, [FAST], Constraints(batch=1, dtypes=("fp16", "int8"), rank_by="latency"))
+    assert explicit.recommendations[0].dtype == "int8"
+    auto = recommend(sized, [FAST], Constraints(batch=1, dtypes=auto_dtypes("graph"), dtype_auto=True,
+                                                rank_by="latency"))
+    assert auto.recommendations[0].dtype in ("fp16", "bf16")
+    assert any(n.startswith("dtype auto: tried fp32/fp16/bf16, not fp8/int8") for n in auto.notes)

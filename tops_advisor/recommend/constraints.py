@@ -9,11 +9,38 @@ from dataclasses import dataclass
 from ..catalog import Hardware
 from ..catalog.power_modes import UnknownPowerModeError, mode_list
 from ..errors import InputError
+from ..kinds import Mode
 from ..units import format_seconds
 
 RANK_BY = ("efficiency", "latency", "throughput", "price")
 SEGMENTS = ("edge", "workstation", "datacenter")
-AUTO_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8")
+AUTO_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8")  # every precision --dtype auto may try
+# Precisions a run mode's software cannot run in a model's matrix products and convolutions, and why. Every mode
+# here runs the model as plain PyTorch writes it: CUDA has no int8 or fp8 kernels behind torch.matmul, nn.Linear
+# or nn.Conv2d (aten::addmm on CUDA is not implemented for int8 'Char'; int8 and fp8 GEMMs exist only as the
+# private torch._int_mm and torch._scaled_mm that torchao and TensorRT build on, and no convolution at all).
+PLAIN_PYTORCH = ("plain PyTorch, which runs no int8 or fp8 matrix product or convolution without TensorRT or "
+                 "torchao (--dtype int8 predicts it anyway)")
+NOT_RUNNABLE: dict[str, tuple[tuple[str, ...], str]] = {
+    Mode.GRAPH: (("fp8", "int8"), PLAIN_PYTORCH),
+    Mode.EAGER: (("fp8", "int8"), PLAIN_PYTORCH),
+    Mode.COMPILED: (("fp8", "int8"), PLAIN_PYTORCH),
+}
+
+
+def auto_dtypes(mode: str) -> tuple[str, ...]:
+    """The precisions --dtype auto tries in ``mode``: those of ``AUTO_DTYPES`` the mode's software runs."""
+    skipped, _ = NOT_RUNNABLE.get(mode, ((), ""))
+    return tuple(p for p in AUTO_DTYPES if p not in skipped)
+
+
+def auto_dtype_note(mode: str) -> str:
+    """What --dtype auto tried in ``mode``, and why it left the others out (int8 included)."""
+    skipped, why = NOT_RUNNABLE.get(mode, ((), ""))
+    tried = "/".join(auto_dtypes(mode))
+    if not skipped:
+        return f"dtype auto: tried {tried}"
+    return f"dtype auto: tried {tried}, not {'/'.join(skipped)}: {mode} mode is {why}"
 NOT_ASKED = "not in --hardware"  # a device the user left out: dropped, not listed as rejected
 
 
@@ -23,6 +50,7 @@ class Constraints:
     throughput_per_s: float | None = None   # samples/s
     batch: int | None = None                # fixed batch; None = search
     dtypes: tuple[str, ...] = ("fp16",)
+    dtype_auto: bool = False                # dtypes came from --dtype auto (auto_dtypes of the mode)
     segment: str | None = None
     max_power_w: float | None = None
     power_mode: str | None = None           # a module's power mode by name (Jetson nvpmodel: 15W, MAXN)

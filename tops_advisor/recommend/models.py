@@ -3,7 +3,8 @@
 For every candidate device the search finds the best operating point: with ``batch`` fixed, that batch;
 otherwise the largest batch (powers of two up to ``max_batch``) that fits in memory and meets the latency
 target, or without a latency target the smallest batch within 5% of the best throughput. With several
-dtypes (``auto``), each precision the device has is tried and the best by the ranking is kept.
+dtypes (``auto``: those the run mode's software runs, ``constraints.auto_dtypes``), each precision the device has
+is tried and the best by the ranking is kept.
 
 Ranking (``rank_by``): ``efficiency`` (default: throughput per watt of TDP at the operating point),
 ``latency`` (lowest), ``throughput`` (highest), ``price`` (throughput per dollar; devices without a price
@@ -23,7 +24,7 @@ from ..kinds import Mode
 from ..roofline import Prediction, device_perf, predict
 from ..units import format_seconds
 from ..workload import NoteKind, Workload
-from .constraints import AUTO_DTYPES, Constraints, filters_text
+from .constraints import Constraints, auto_dtype_note, filters_text
 from .ranking import candidates, rank
 from .results import Recommendation, RecommendResult, Rejection
 
@@ -125,7 +126,7 @@ def _nothing(c: Constraints) -> Callable[[list[Rejection]], NothingFeasibleError
 def _relax_hint(c: Constraints) -> str:
     """What else to try when nothing is feasible: only the options not already taken."""
     tries = ["relax the target"]
-    if set(c.dtypes) != set(AUTO_DTYPES):
+    if not c.dtype_auto:
         tries.append("allow another --dtype (or auto)")
     if c.mode == Mode.EAGER:
         tries.append("--mode graph")
@@ -145,7 +146,7 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
                           SCORES, _nothing(c))
     notes = [f"ranked by {c.rank_by}" + {"efficiency": " (throughput per watt of TDP)",
                                           "price": " (throughput per 1000 USD of list price)"}.get(c.rank_by, ""),
-             f"mode {c.mode}; latency is per batch"]
+             f"mode {c.mode}; latency is per batch"] + ([auto_dtype_note(c.mode)] if c.dtype_auto else [])
     if first.unsupported_ops:
         notes.append("unsupported operators counted as zero: "
                      + ", ".join(f"{k} x{v}" for k, v in first.unsupported_ops.items()))
