@@ -160,13 +160,14 @@ POWER_MODE_COLUMNS = ("mode", "W", "GPU MHz", "SMs", "memory MHz", "CPU cores", 
 
 def power_mode_rows(hw: Hardware) -> list[list[str]]:
     """One row per power mode (``POWER_MODE_COLUMNS``); the datasheet's mode marked '(datasheet)', a mode only
-    some software offers followed by that software."""
+    some software offers followed by that software; the source by its key (the whole citation is in --json)."""
     rows = []
     for m in hw.power_modes:
         name = m.name + (" (datasheet)" if m.name == hw.datasheet_power_mode else "")
         name += f", {m.software}" if m.software else ""
         rows.append([name, fmt_number(m.power_w), fmt_number(m.gpu_clock_mhz), str(m.active_compute_units),
-                     fmt_number(m.memory_clock_mhz), str(m.cpu_cores), fmt_number(m.cpu_clock_mhz), m.source])
+                     fmt_number(m.memory_clock_mhz), str(m.cpu_cores), fmt_number(m.cpu_clock_mhz),
+                     m.source.split(":", 1)[0]])
     return rows
 
 

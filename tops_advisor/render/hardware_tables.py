@@ -69,7 +69,8 @@ def show_tables(hw: Hardware) -> list[Table]:
 
 def power_modes_table(hw: Hardware) -> Table:
     """The device's power modes: budget, the caps each sets, and where they come from."""
-    t = new_table("Power modes (--power-mode NAME; recommend --max-power picks the fastest within the limit)")
+    t = new_table("Power modes (--power-mode NAME; recommend --max-power picks the fastest within the limit; "
+                  "--json cites each mode in full)")
     name_column(t, POWER_MODE_COLUMNS[0], min_width=8)
     for col in POWER_MODE_COLUMNS[1:-1]:
         number_column(t, col)
