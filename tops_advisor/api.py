@@ -8,8 +8,16 @@
         p = predict(costs.at(batch=32, dtype="fp16"), hw, mode="graph")
         print(hw.id, p.latency_s, p.bound)
 
+Training: ``analyze_training(model, hw, batch=32, setup=TrainSetup("amp", "adamw"))`` counts one optimizer
+step and predicts it; ``TrainingCosts(model, setup).at(batch)`` counts once for ``predict_training`` on every
+device.
+
 Counting needs torch; everything else is pure and fast (predicting one workload on the whole catalog takes
 milliseconds).
+
+What the work costs: ``load_pricing(catalog)`` (the shipped prices, your own with ``user_prices=``, and the
+assumptions in ``CostSettings``) passed to ``recommend(..., pricing=...)`` or ``analyze_model(..., pricing=...)``;
+``docs/recommend.md`` has a capacity-planning script.
 """
 
 from __future__ import annotations
@@ -20,17 +28,22 @@ from pathlib import Path
 from .accuracy import ErrorBand
 from .calibration import Calibration, find_calibration, load_calibration
 from .catalog import Catalog, Hardware, load_catalog
+from .costs import Cost, CostSettings, PriceKind, Pricing, busy_fraction, load_pricing
 from .errors import CountingError, DoesNotFitError, check_batch
 from .formatting import fmt_bytes, fmt_memory
 from .kinds import Mode
 from .roofline import Prediction, device_perf, predict
 from .roofline.hosts import HostProfile, host_perf
 from .scaling import batch_affine, retype
+from .train import TrainingWorkload, TrainSetup
+from .train.parallel import ParallelPlan
+from .train.predict import TrainingPrediction, predict_training
 from .workload import Workload
 
-__all__ = ["Calibration", "Catalog", "Hardware", "ModelAnalysis", "ModelCosts", "Prediction", "Workload",
-           "analyze_model", "calibration_for", "device_perf", "largest_fitting_batch", "load_calibration",
-           "load_catalog", "predict"]
+__all__ = ["Calibration", "Catalog", "Cost", "CostSettings", "Hardware", "ModelAnalysis", "ModelCosts", "Prediction",
+           "Pricing", "TrainSetup", "TrainingAnalysis", "TrainingCosts", "TrainingPrediction", "TrainingWorkload",
+           "Workload", "analyze_model", "analyze_training", "calibration_for", "device_perf", "largest_fitting_batch",
+           "load_calibration", "load_catalog", "load_pricing", "operating_costs", "predict", "predict_training"]
 
 _COUNT_DTYPES = ("fp32", "fp16", "bf16", "amp")   # amp: an fp32 model under autocast (counting/amp.py)
 
@@ -132,6 +145,8 @@ class ModelAnalysis:
     advice: list
     band: ErrorBand | None
     perf: object  # roofline.DevicePerf: the rates the prediction used (the roofline chart draws them)
+    costs: tuple[Cost, ...] = ()         # rented and bought, where the device has such a price
+    no_price: tuple[str, ...] = ()       # why a kind of price is missing
 
     @property
     def largest_fitting_batch(self) -> int:
@@ -156,11 +171,13 @@ class ModelAnalysis:
 
 def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", mode: str = "graph",
                   calibration: tuple[Calibration | None, str] = (None, ""), tf32_matmul: bool = False,
-                  strict: bool = False, host: HostProfile | None = None) -> ModelAnalysis:
+                  strict: bool = False, host: HostProfile | None = None, pricing: Pricing | None = None
+                  ) -> ModelAnalysis:
     """Count ``model`` (a path, a library spec or a ``counting.load_model`` result) at ``batch`` and predict
     it on ``hw``. Precisions without eager kernels (fp8, int8, ...) are counted in fp16 and rescaled; "amp" is
     counted under autocast; ``mode`` "compiled" counts inductor's kernels (docs/compiled.md). ``host``: an
-    eager host profile (``roofline/hosts.py``) priced in place of the calibration's host cost."""
+    eager host profile (``roofline/hosts.py``) priced in place of the calibration's host cost. ``pricing``
+    (``load_pricing``): what the operating point costs, rented and bought (``operating_costs``)."""
     import warnings
 
     from .accuracy import expected_error, model_family
@@ -188,7 +205,22 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
             other_workload = costs.at(batch, dtype, mode=other_mode)  # counted again only if the path differs
         other = predict(other_workload, hw, mode=other_mode, tf32_matmul=tf32_matmul, perf=perf)
     band = expected_error(model_family(workload), mode, pred.calibrated, hardware=hw, dtype=dtype)
-    return ModelAnalysis(workload, pred, other, advise(pred, hw, other), band, perf)
+    costs, no_price = operating_costs(pred, hw, pricing) if pricing is not None else ((), ())
+    return ModelAnalysis(workload, pred, other, advise(pred, hw, other), band, perf, costs, no_price)
+
+
+def operating_costs(pred: Prediction, hw: Hardware, pricing: Pricing) -> tuple[tuple[Cost, ...], tuple[str, ...]]:
+    """What one card running ``pred`` flat out costs, rented and bought (where ``hw`` has such a price), and why
+    each kind it has no price of is missing."""
+    costs, missing = [], []
+    for kind in (PriceKind.RENTAL, PriceKind.PURCHASE):
+        cost = pricing.cost(hw, kind, units_per_s=pred.throughput_per_s,
+                            busy=busy_fraction(pred.time_by_bound_s, pred.latency_s))
+        if cost is None:
+            missing.append(pricing.missing(hw, kind))
+        else:
+            costs.append(cost)
+    return tuple(costs), tuple(missing)
 
 
 def largest_fitting_batch(workload: Workload, pred: Prediction) -> int:
@@ -213,3 +245,87 @@ def calibration_for(hw: Hardware, explicit: str | Path | None = None, use: bool 
     if not use or (explicit is None and not hw.at_datasheet_mode):
         return None, ""
     return find_calibration(hw.id, explicit)
+
+
+# --- training ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TrainingAnalysis:
+    """One training step of a model on one device: the counted step and its prediction."""
+
+    workload: TrainingWorkload
+    prediction: TrainingPrediction
+    plan: ParallelPlan | None = None     # on several GPUs (DDP or FSDP)
+
+    def require_fit(self) -> None:
+        """Raise DoesNotFitError (one line: the peak, the device's memory) when the step does not fit."""
+        p = self.prediction
+        if self.plan is not None:
+            if not self.plan.fits_memory:
+                raise DoesNotFitError(
+                    f"{self.plan.strategy} on {self.plan.devices} GPUs needs "
+                    f"{fmt_memory(self.plan.memory_per_device_bytes)} per GPU at its peak; {p.hardware} has "
+                    f"{fmt_bytes(p.memory_capacity_bytes)}", hint="--strategy fsdp shards the weights, gradients "
+                                                                  "and optimizer state; or a smaller --batch")
+            return
+        if p.fits_memory:
+            return
+        raise DoesNotFitError(
+            f"a training step at batch {p.batch} needs {fmt_memory(p.memory_required_bytes)} at its peak; "
+            f"{p.hardware} has {fmt_bytes(p.memory_capacity_bytes)}",
+            hint="a smaller --batch, --checkpointing, --lora r=16, bf16 or amp, or a device with more memory")
+
+
+class TrainingCosts:
+    """Count one training step of a model once (``count_training``) and predict it on any device.
+
+    ``model``: anything ``ModelCosts`` takes; ``setup``: precision, optimizer, checkpointing, LoRA
+    (``train.TrainSetup``). Each batch asked for is counted once (a step's memory timeline is not affine in
+    the batch once checkpointing or the optimizer's temporaries set the peak)."""
+
+    def __init__(self, model, setup: TrainSetup | None = None, *, strict: bool = False, task: str | None = None,
+                 seq: int | None = None, input_shape: tuple[int, ...] | None = None):
+        from .counting import load_model
+
+        self.setup = setup or TrainSetup()
+        self._source = load_model(model, task=task, seq=seq, input_shape=input_shape)
+        self._strict = strict
+        self._steps: dict[int, TrainingWorkload] = {}
+
+    def at(self, batch: int) -> TrainingWorkload:
+        from .counting.training import count_training
+
+        check_batch(batch)
+        if batch not in self._steps:
+            self._steps[batch] = count_training(self._source, batch, self.setup, strict=self._strict)
+        return self._steps[batch]
+
+
+def analyze_training(model, hw: Hardware, *, batch: int = 1, setup: TrainSetup | None = None,
+                     mode: str = "eager", calibration: tuple[Calibration | None, str] = (None, ""),
+                     strict: bool = False, devices: int = 1, strategy: str = "ddp") -> TrainingAnalysis:
+    """Count one optimizer step of ``model`` at ``batch`` per device (``TrainingCosts``; a ``TrainingCosts``
+    is taken as it is) and predict it on ``hw``; on ``devices`` > 1 GPUs also plan it with ``strategy``
+    (ddp or fsdp, ``train.parallel``)."""
+    from .train.parallel import STRATEGIES, plan_data_parallel
+
+    if strategy not in STRATEGIES:
+        from .errors import InputError
+
+        raise InputError(f"unknown --strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+    import warnings
+
+    from .counting import UnsupportedOpWarning
+
+    costs = model if isinstance(model, TrainingCosts) else None
+    with warnings.catch_warnings():  # unsupported operators are in the workload; the caller shows them
+        warnings.simplefilter("ignore", UnsupportedOpWarning)
+        costs = costs or TrainingCosts(model, setup, strict=strict)
+        tw = costs.at(batch)
+    perf = device_perf(hw, *calibration)
+    pred = predict_training(tw, hw, mode=mode, perf=perf)
+    plan = None
+    if devices > 1:
+        plan = plan_data_parallel(pred, hw, strategy, devices, calibration=calibration[0],
+                                  reserve_bytes=pred.memory_required_bytes - pred.memory.peak_bytes)
+    return TrainingAnalysis(tw, pred, plan)

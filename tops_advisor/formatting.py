@@ -123,3 +123,13 @@ def size_name(nbytes: int) -> str:
         if nbytes >= div and nbytes % div == 0:
             return f"{nbytes // div} {unit}"
     return f"{nbytes} B"
+
+
+def fmt_dollars(usd: float | None) -> str:
+    """US dollars: cents from $1 ('$4.50', '$1,234.50'), whole dollars from $10,000 ('$24,875'), three significant
+    digits below $1 ('$0.0303'); None -> '-'."""
+    if usd is None:
+        return MISSING
+    if abs(usd) >= 9999.995:
+        return f"${usd:,.0f}"
+    return f"${usd:,.2f}" if abs(usd) >= 0.995 else f"${sig3(usd)}"

@@ -17,6 +17,7 @@ from rich.console import Console
 from tests.conftest import make_hardware
 from tops_advisor.accuracy import ErrorBand
 from tops_advisor.catalog import load_catalog
+from tops_advisor.costs import load_pricing
 from tops_advisor.llm import analyze_llm, build_workload, load_config
 from tops_advisor.recommend import Constraints, recommend, recommend_llm
 from tops_advisor.render import analyze as r_analyze
@@ -174,9 +175,14 @@ def test_recommend_tables_fit(llama, catalog):
     def at(batch, dtype):
         return retype(build_workload(llama, phase="prefill", batch=batch, context=16), dtype)
 
-    for c in (Constraints(max_batch=4), Constraints(max_batch=4, dtypes=("fp16", "int8", "fp32"), rank_by="price")):
-        res = recommend(at, list(catalog), c)
+    pricing = load_pricing(catalog)
+    for c in (Constraints(max_batch=4), Constraints(max_batch=4, dtypes=("fp16", "int8", "fp32"), rank_by="price"),
+              Constraints(max_batch=4, dtypes=("fp16", "int8"), rank_by="cost", throughput_per_s=5e4),
+              Constraints(max_batch=4, rank_by="cost", price_kind="purchase")):
+        res = recommend(at, list(catalog), c, pricing=pricing)
         assert_table_fits(r_rec.recommendations_table(res))
+        for table in (r_rec.prices_table(res), r_rec.no_price_table(res)):
+            assert_table_fits(table)
         assert_fits(rendered(lambda out, r=res: r_rec.render_recommendations(r, out), NARROW_COLUMNS))
     res = recommend_llm(llama, list(catalog), Constraints(), tokens_per_s=60.0, ttft_s=None)
     assert res.rejected

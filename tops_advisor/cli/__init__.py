@@ -22,6 +22,7 @@ from .hardware import hardware
 from .llm import llm
 from .probe import probe
 from .recommend import recommend
+from .train import train
 from .validate import validate
 
 EXIT_USER_ERROR = 2
@@ -96,7 +97,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
-for _command in (hardware, count, analyze, recommend, probe, llm, validate):
+for _command in (hardware, count, analyze, train, recommend, probe, llm, validate):
     cli.add_command(_command)
 
 

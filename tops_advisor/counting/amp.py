@@ -63,6 +63,19 @@ _FUNCTIONS = frozenset({_F.conv1d, _F.conv2d, _F.conv3d, _F.conv_transpose1d, _F
                         _F.conv_transpose3d, torch.conv1d, torch.conv2d, torch.conv3d,
                         _F.scaled_dot_product_attention})
 _IN_KERNEL_UPCAST = frozenset({"aten._softmax", "aten._log_softmax"})
+
+
+def _function_names(ops: frozenset[str]) -> frozenset[str]:
+    return frozenset(n.removeprefix("aten.") for n in ops)
+
+
+# A training step casts where autocast does, above autograd (the autograd graph then holds the cast copies, and
+# the backward gets its gradients in their dtypes): at the torch functions, by name (``F.linear``, ``torch.matmul``
+# and ``Tensor.__matmul__``, ``Tensor.softmax`` ...). Losses are fp32 (their ATen parts are on the fp32 list).
+TRAIN_LOWER = _function_names(LOWER_PRECISION) | {"__matmul__", "__rmatmul__"}
+TRAIN_FP32 = _function_names(FP32) | {"cross_entropy", "nll_loss", "mse_loss", "l1_loss",
+                                      "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss"}
+TRAIN_FP32_OUTPUT = _function_names(FP32_OUTPUT)  # computed in fp32 inside the kernel: the cast is not a kernel
 _CAST = "aten._to_copy"
 
 
@@ -75,6 +88,10 @@ class Autocast:
         self.lower = lower
         self._weights: dict[tuple, torch.Tensor] = {}   # autocast's cast cache: (weight, dtype) -> its copy
 
+    def clear_cache(self) -> None:
+        """Leaving an autocast region empties its cache of cast weights (``torch.autocast.__exit__``)."""
+        self._weights.clear()
+
     def cast_function(self, func, args: tuple, kwargs: dict, weight_key) -> tuple[tuple, dict]:
         """Casts for a convolution function (``F.conv2d`` ...), which checks its input against its bias
         before it reaches the dispatcher, and for ``F.scaled_dot_product_attention`` (the counter counts it
@@ -83,6 +100,21 @@ class Autocast:
         if func not in _FUNCTIONS:
             return args, kwargs
         return self._cast_all(args, kwargs, self.lower, weight_key, record=False)
+
+    def cast_for_training(self, func, args: tuple, kwargs: dict, weight_key) -> tuple[tuple, dict, bool]:
+        """A training step's casts for a torch function (by its name), above autograd. Returns the arguments
+        and whether the casts are inside the kernel (fp32-output functions: run them uncounted)."""
+        name = getattr(func, "__name__", "")
+        if name in TRAIN_LOWER:
+            dtype, in_kernel = self.lower, False
+        elif name in TRAIN_FP32:
+            dtype, in_kernel = torch.float32, False
+        elif name in TRAIN_FP32_OUTPUT:
+            dtype, in_kernel = torch.float32, True
+        else:
+            return args, kwargs, False
+        args, kwargs = self._cast_all(args, kwargs, dtype, weight_key, record=False)
+        return args, kwargs, in_kernel
 
     def target(self, name: str) -> torch.dtype | None:
         if name in LOWER_PRECISION:

@@ -4,11 +4,13 @@ A region opened as ``torch.autocast(device_type=x.device.type)`` asks for the me
 torch does not have ("unsupported scalarType", timm's EfficientViT): it gets the CUDA device type its tensors
 would have on the GPU. Torch's autocast acts on the CUDA dispatch key, not on meta tensors; ``--dtype amp`` is
 the counter's own casts (``amp.py``), which a region with ``enabled=False`` switches off until it closes
-(EfficientViT's attention runs in fp32 that way).
+(EfficientViT's attention runs in fp32 that way). The regions ``torch.utils.checkpoint`` opens to restore
+the autocast state for its recompute are not the model's and change nothing.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -36,7 +38,10 @@ class AutocastRegions:
             init(self, "cuda" if device_type == "meta" else device_type, *args, **kwargs)
 
         def entering(self):
-            regions.append(not getattr(self, "_enabled", True))
+            # checkpointing's recompute re-enters the autocast state it saw (real autocast: off, since the
+            # counter casts itself); that is not the model switching autocast off
+            restoring = sys._getframe(1).f_globals.get("__name__") == "torch.utils.checkpoint"
+            regions.append(not restoring and not getattr(self, "_enabled", True))
             return enter(self)
 
         def leaving(self, *exc):

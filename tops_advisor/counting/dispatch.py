@@ -17,6 +17,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .attention_choice import SDPA, fused_sdpa_possible
+from .fused_backward import attach, needs_grad
 from .host.copies import copies_host_data, copies_python_data
 from .host.data import copies_to_device, makes_host_data, moves_to_device
 from .layout import cudnn_output_layout
@@ -92,6 +93,10 @@ class FunctionCounter(_CountingMode, TorchFunctionMode):
             return self._move(func, args, kwargs)
         if run.casting():  # before conv2d's own dtype checks
             args, kwargs = run.autocast.cast_function(func, args, kwargs, run.weight_key)
+        elif run.casting_functions():  # a training step: every autocast cast, above autograd
+            args, kwargs, in_kernel = self._cast_for_training(func, args, kwargs)
+            if in_kernel:
+                return func(*args, **kwargs)
         if func is MHA_FUNCTION and not run.suppress and mha_fused_on_cuda(args, kwargs):
             return self._fused_mha(func, args, kwargs)
         name = FUSED_FUNCTIONS.get(func) if not run.suppress else None
@@ -105,9 +110,29 @@ class FunctionCounter(_CountingMode, TorchFunctionMode):
             out = func(*args, **kwargs)
             run.recorder.record_marker(name)
             return out
+        if needs_grad(args, kwargs):  # a training step: the fused kernel's backward, not the decomposition's
+            with torch.no_grad():
+                out = self._uncounted(func, args, kwargs)
+            run.record(name, args, kwargs, out)
+            return attach(run.record, name, args, kwargs, out)
         out = self._uncounted(func, args, kwargs)
         run.record(name, args, kwargs, out)
         return out
+
+    def _cast_for_training(self, func, args: tuple, kwargs: dict) -> tuple[tuple, dict, bool]:
+        """Autocast's casts for a training step's function; a cast inside the kernel (fp32-output functions)
+        is made uncounted."""
+        run = self.run
+        name = getattr(func, "__name__", "")
+        from .amp import TRAIN_FP32_OUTPUT
+
+        if name in TRAIN_FP32_OUTPUT:
+            run.suppress += 1
+            try:
+                return run.autocast.cast_for_training(func, args, kwargs, run.weight_key)
+            finally:
+                run.suppress -= 1
+        return run.autocast.cast_for_training(func, args, kwargs, run.weight_key)
 
     def _uncounted(self, func, args: tuple, kwargs: dict):
         """Run a call whose own operators are not counted (it is counted whole)."""

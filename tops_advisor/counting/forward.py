@@ -4,11 +4,13 @@ state, autocast regions, Python call tracing) in place for exactly that pass."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 
 import torch
 
-from ..errors import CountingError, ForwardFailed, one_line
+from ..errors import ForwardFailed, TopsAdvisorError, one_line
 from .capture import capture_state
 from .dispatch import FunctionCounter, OperatorCounter
 from .precision import TORCH_DTYPE
@@ -30,12 +32,13 @@ def _cast_input(a, compute: torch.dtype, on_meta: bool):
     return a
 
 
-def prepare(module: torch.nn.Module, inputs, dtype: str) -> tuple[tuple, dict, list[torch.Tensor], bool]:
-    """Put the module in eval mode at ``dtype`` (in place) and cast the inputs to match: (positional inputs,
+def prepare(module: torch.nn.Module, inputs, dtype: str, train: bool = False
+            ) -> tuple[tuple, dict, list[torch.Tensor], bool]:
+    """Put the module in eval mode (``train``: training mode) at ``dtype`` (in place) and cast the inputs to match: (positional inputs,
     keyword inputs (``inputs`` given as a dict), the module's parameters and buffers, whether they are all on
     the meta device)."""
     compute = TORCH_DTYPE[dtype]
-    module.eval()
+    module.train(train)
     module.to(compute)
     tensors = list(module.parameters()) + list(module.buffers())
     on_meta = all(t.is_meta for t in tensors)
@@ -51,10 +54,13 @@ def leading_batch(args) -> int:
     return int(first.shape[0]) if first is not None else 1
 
 
-def run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, run: CountingRun, on_meta: bool,
-                label: str, captured: bool = False) -> bool:
-    """One forward pass under the counting modes (fake tensors unless the model is on the meta device), as
-    it runs under CUDA-graph capture when ``captured`` (``capture.py``). Returns whether the forward asked."""
+@contextlib.contextmanager
+def counting_modes(module: torch.nn.Module, run: CountingRun, on_meta: bool, label: str, captured: bool = False,
+                   grad: bool = False) -> Iterator:
+    """The counting modes around whatever runs inside (fake tensors unless the model is on the meta device;
+    autograd on only when ``grad``), as it runs under CUDA-graph capture when ``captured`` (``capture.py``).
+    Yields the capture probe (``.asked``: whether the forward asked). A failure of the model's own code
+    becomes ForwardFailed, in one line."""
     hooks = run.modules.hooks(module)
     fake = None
     if not on_meta:
@@ -66,17 +72,17 @@ def run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, run: Countin
     log_level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)
     try:
-        with torch.no_grad():
+        with torch.set_grad_enabled(grad):
             if fake is not None:
                 fake.__enter__()
             try:
                 with (capture_state(captured) as probe, OperatorCounter(run), FunctionCounter(run),
                       run.python, run.regions.patched()):
-                    module(*args, **kwargs)
+                    yield probe
             finally:
                 if fake is not None:
                     fake.__exit__(None, None, None)
-    except CountingError:
+    except TopsAdvisorError:
         raise
     except Exception as exc:  # the model's own code failed: say where, in one line
         detail = one_line(exc)
@@ -85,4 +91,12 @@ def run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, run: Countin
         fake_log.setLevel(log_level)
         for h in hooks:
             h.remove()
+
+
+def run_forward(module: torch.nn.Module, args: tuple, kwargs: dict, run: CountingRun, on_meta: bool,
+                label: str, captured: bool = False) -> bool:
+    """One forward pass under the counting modes, without autograd (``counting_modes``). Returns whether the
+    forward asked whether it was captured."""
+    with counting_modes(module, run, on_meta, label, captured) as probe:
+        module(*args, **kwargs)
     return probe.asked

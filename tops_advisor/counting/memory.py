@@ -30,6 +30,10 @@ class ActivationMemory:
             weakref.finalize(t, self._free, key, nbytes)
         self.peak_bytes = max(self.peak_bytes, self.live_bytes)
 
+    def alias(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor]) -> None:
+        """A view's outputs share their input's memory; here they do not keep it alive (a training step's
+        timeline does: ``counting.training.timeline``)."""
+
     def _free(self, key: int, nbytes: float) -> None:
         self._tracked.discard(key)
         self.live_bytes -= nbytes

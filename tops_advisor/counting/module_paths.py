@@ -30,6 +30,11 @@ class ModuleStack:
         """Path of the innermost module running now ("" for the top level)."""
         return self._stack[-1] if self._stack else ""
 
+    @property
+    def depth(self) -> int:
+        """Modules entered and not yet left (0: outside the model's forward)."""
+        return len(self._stack)
+
     def enter(self, path: str) -> None:
         self._stack.append(path)
         self._records_at_entry.append(self._records_so_far())

@@ -38,12 +38,13 @@ class Recorder:
         self.module_path = module_path
         self.records: list[CountedOp] = []
         self.unsupported: Counter[str] = Counter()
+        self.phase = Phase.FORWARD   # the part of a training step being counted (records carry it)
 
     def record_marker(self, name: str) -> None:
         """A zero-cost record naming a call whose kernels were counted one by one (masked attention)."""
         self.records.append(CountedOp(OpRecord(
             name=name, kind=OpKind.ATTENTION, module=self.module_path(), flops=0.0, bytes_read=0.0,
-            bytes_written=0.0, dtype=self.dtype, kernels=0, phase=Phase.FORWARD)))
+            bytes_written=0.0, dtype=self.dtype, kernels=0, phase=self.phase)))
 
     def record(self, name: str, args: tuple, kwargs: dict, out) -> None:
         """Count one operator call: views are only followed; every other call is costed and recorded."""
@@ -51,6 +52,7 @@ class Recorder:
         if name in ZERO_COST:
             self._follow_view(name, args, ins, outs)
             self.flow.alias(outs, ins)
+            self.memory.alias(outs, ins)
             return
         if refused_on_cuda(name, ins, outs):
             self.found.oversized.append(Oversized(name, outs[0].numel(), self.module_path()))
@@ -110,7 +112,7 @@ class Recorder:
             name=call.name, kind=cost.kind, module=self.module_path(), flops=float(cost.flops),
             bytes_read=float(read), bytes_written=float(written), param_bytes=float(params),
             dtype=op_dtype(self.dtype, cost.kind, ins), kernels=cost.kernels, gemm=cost.gemm,
-            strided=reads_strided(cost.kind, activations), family=family(call, ins), phase=Phase.FORWARD)
+            strided=reads_strided(cost.kind, activations), family=family(call, ins), phase=self.phase)
 
     def _facts(self, name: str, args: tuple, kwargs: dict, ins: list[torch.Tensor], outs: list[torch.Tensor],
                infos: dict[int, TensorInfo]) -> OpFacts | None:

@@ -23,6 +23,7 @@ from ..llm.config import LLMConfig
 from ..llm.parallel import NVLINK_NODE_GPUS, valid_tp_degrees
 from ..llm.precision import Precision
 from .constraints import Constraints, filters_text
+from .models import purchase_price
 from .ranking import candidates, rank
 from .results import LLMRecommendation, RecommendResult, Rejection
 
@@ -86,7 +87,8 @@ def plan_llm(cfg: LLMConfig, hardware: Hardware, *, tokens_per_s: float | None =
     return LLMPlan(hardware=hardware.id, devices=None, meets_targets=False, why=why, analysis=last)
 
 
-def _plan_on(hw: Hardware, cfg, c: Constraints, calibration_of, **plan_args) -> LLMRecommendation | Rejection:
+def _plan_on(hw: Hardware, cfg, c: Constraints, calibration_of, purchase_usd=lambda hw: hw.price_usd,
+             **plan_args) -> LLMRecommendation | Rejection:
     """The fewest devices of kind ``hw`` that meet the targets, as a recommendation, or why there are none."""
     cal, source = calibration_of(hw) if calibration_of else (None, "")
     plan = plan_llm(cfg, hw, mode=c.mode, calibration=cal, predictor=roofline_predictor(hw, cal, source),
@@ -98,8 +100,9 @@ def _plan_on(hw: Hardware, cfg, c: Constraints, calibration_of, **plan_args) -> 
     return LLMRecommendation(
         hardware=hw.id, devices=n, tokens_per_s=rate, ttft_s=a.ttft_s, tpot_s=a.tpot_s,
         memory_required_bytes=a.memory_required_bytes, bound=a.bound, total_tdp_w=n * hw.tdp_w,
-        tokens_per_s_per_watt=rate / (n * hw.tdp_w), price_usd=n * hw.price_usd if hw.price_usd else None,
-        calibrated=cal is not None, why=plan.why, power_mode=hw.power_mode if hw.power_modes else None)
+        tokens_per_s_per_watt=rate / (n * hw.tdp_w), price_usd=n * price if (price := purchase_usd(hw)) else None,
+        calibrated=cal is not None, why=plan.why,
+        power_mode=hw.power_mode if hw.power_modes else None)
 
 
 def _nothing(c: Constraints) -> Callable[[list[Rejection]], NothingFeasibleError]:
@@ -114,14 +117,16 @@ def _nothing(c: Constraints) -> Callable[[list[Rejection]], NothingFeasibleError
 
 def recommend_llm(cfg, devices: Iterable[Hardware], c: Constraints, *, tokens_per_s: float | None,
                   ttft_s: float | None, batch: int = 1, prompt: int | None = None, generate: int | None = None,
-                  max_devices: int = NVLINK_NODE_GPUS, calibration_of=None) -> RecommendResult:
+                  max_devices: int = NVLINK_NODE_GPUS, calibration_of=None, pricing=None) -> RecommendResult:
     """Rank devices (and how many of each) for an LLM: the fewest devices of a kind that fit the model and meet
     ``tokens_per_s`` (per request) and ``ttft_s``. Ranking as for models: efficiency = tokens/s per watt of
-    all devices' TDP, price = tokens/s per 1000 USD of all devices."""
-    kept, rejected = candidates(devices, c)
+    all devices' TDP, price = tokens/s per 1000 USD of all devices (purchase prices from ``pricing``)."""
+    purchase_usd = purchase_price(pricing)
+    kept, rejected = candidates(devices, c, purchase_usd)
     lengths = {k: v for k, v in (("prompt", prompt), ("generate", generate)) if v is not None}
     recs, rejected = rank(kept, rejected, c,
-                          lambda hw: _plan_on(hw, cfg, c, calibration_of, tokens_per_s=tokens_per_s, ttft_s=ttft_s,
+                          lambda hw: _plan_on(hw, cfg, c, calibration_of, purchase_usd, tokens_per_s=tokens_per_s,
+                                              ttft_s=ttft_s,
                                               batch=batch, max_devices=max_devices, **lengths),
                           SCORES, _nothing(c))
     notes = [f"ranked by {c.rank_by}" + {"efficiency": " (tokens/s per watt of all devices' TDP)"}.get(c.rank_by, ""),

@@ -4,11 +4,14 @@ For every candidate device the search finds the best operating point: with ``bat
 otherwise the largest batch (powers of two up to ``max_batch``) that fits in memory and meets the latency
 target, or without a latency target the smallest batch within 5% of the best throughput. With several
 dtypes (``auto``: those the run mode's software runs, ``constraints.auto_dtypes``), each precision the device has
-is tried and the best by the ranking is kept.
+is tried and the best by the ranking is kept (under price and cost, the fastest: a card's price is the same at
+every precision).
 
 Ranking (``rank_by``): ``efficiency`` (default: throughput per watt of TDP at the operating point),
-``latency`` (lowest), ``throughput`` (highest), ``price`` (throughput per dollar; devices without a price
-rank last).
+``latency`` (lowest), ``throughput`` (highest), ``price`` (throughput per 1000 USD of purchase price), ``cost``
+(lowest USD per million samples, rented or bought as ``price_kind`` says; a throughput target is then the
+fleet's total, and each device gets the replicas it needs). Every recommendation carries its cost where the
+device has a price (``Pricing``); under price and cost, a device without one is listed under ``no_price``.
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ from ..accuracy import ErrorBand, expected_error, model_family
 from ..advice import advise
 from ..calibration import Calibration
 from ..catalog import Hardware
-from ..errors import NothingFeasibleError, UnsupportedPrecisionError
+from ..costs import PriceKind, Pricing, busy_fraction, fleet_for
+from ..errors import InputError, NothingFeasibleError, UnsupportedPrecisionError
 from ..kinds import Mode
 from ..roofline import Prediction, device_perf, predict
 from ..units import format_seconds
 from ..workload import NoteKind, Workload
-from .constraints import Constraints, auto_dtype_note, filters_text
+from .constraints import PRICED_RANKINGS, Constraints, auto_dtype_note, budget_text, filters_text
 from .ranking import candidates, rank
-from .results import Recommendation, RecommendResult, Rejection
+from .results import CostFields, Recommendation, RecommendResult, Rejection
 
 # Explicit defaults: without a latency target, the operating point is the smallest batch within 5% of the best
 # throughput (past it a bigger batch buys little and costs latency and memory); each row carries the first two
@@ -34,12 +38,20 @@ from .results import Recommendation, RecommendResult, Rejection
 THROUGHPUT_PLATEAU = 0.95
 ADVICE_PER_RECOMMENDATION = 2
 
-# rank_by -> score of a recommendation (larger is better)
+# rank_by -> score of a recommendation (larger is better); price and cost rank priced recommendations only
 SCORES: dict[str, Callable[[Recommendation], float]] = {
     "efficiency": lambda r: r.throughput_per_watt,
     "latency": lambda r: -r.latency_s,
     "throughput": lambda r: r.throughput_per_s,
-    "price": lambda r: r.throughput_per_kusd if r.throughput_per_kusd is not None else -1.0,
+    "price": lambda r: r.throughput_per_kusd,
+    "cost": lambda r: -r.usd_per_million,
+}
+# rank_by -> how one device's precisions are compared (larger is better). A card costs the same at every
+# precision, so throughput per dollar follows throughput, and so does cost (but for the electricity a lighter load
+# saves); a device without a price gets the point the throughput ranking gives it, never one of its own.
+CHOICE: dict[str, Callable[[Recommendation], object]] = {
+    **SCORES, "price": lambda r: r.throughput_per_s,
+    "cost": lambda r: (-r.usd_per_million if r.usd_per_million is not None else 0.0, r.throughput_per_s),
 }
 
 
@@ -67,7 +79,7 @@ def _operating_point(preds: list[Prediction], c: Constraints) -> tuple[Predictio
             p = fitting[0]
             return None, (f"{format_seconds(p.latency_s)} at batch {p.batch} > {format_seconds(c.latency_s)}"), \
                 c.latency_s / p.latency_s
-    if c.throughput_per_s is not None:
+    if c.throughput_per_s is not None and c.fleet_target_per_s is None:   # a fleet's total: replicas reach it
         ok2 = [p for p in ok if p.throughput_per_s >= c.throughput_per_s]
         if not ok2:
             best = max(ok, key=lambda p: p.throughput_per_s)
@@ -81,13 +93,13 @@ def _operating_point(preds: list[Prediction], c: Constraints) -> tuple[Predictio
 
 
 def _best_on(hw: Hardware, workload_at, batches: list[int], family: str, c: Constraints,
-             calibration_of) -> Recommendation | Rejection:
+             calibration_of, pricing: Pricing | None) -> Recommendation | Rejection:
     """The best operating point on one device over the dtypes asked for, or why there is none."""
     cal, source = calibration_of(hw) if calibration_of else (None, "")
     perf = device_perf(hw, cal, source)
     best: Recommendation | None = None
     misses: list[tuple[float, str]] = []
-    score = SCORES[c.rank_by]
+    score = CHOICE[c.rank_by]
     for dtype in c.dtypes:
         if dtype not in hw.dense_tops:
             misses.append((0.0, f"no {dtype}"))
@@ -102,7 +114,7 @@ def _best_on(hw: Hardware, workload_at, batches: list[int], family: str, c: Cons
             misses.append((closeness, f"{reason} ({dtype})" if len(c.dtypes) > 1 else reason))
             continue
         rec = _recommendation(point, hw, c, expected_error(family, c.mode, point.calibrated, hardware=hw,
-                                                                dtype=dtype))
+                                                                dtype=dtype), pricing)
         if best is None or score(rec) > score(best):
             best = rec
     if best is not None:
@@ -111,8 +123,23 @@ def _best_on(hw: Hardware, workload_at, batches: list[int], family: str, c: Cons
     return Rejection(hardware=hw.id, reason=reason, closeness=closeness)
 
 
-def _nothing(c: Constraints) -> Callable[[list[Rejection]], NothingFeasibleError]:
+def _nothing(c: Constraints, no_price: list[Rejection]) -> Callable[[list[Rejection]], NothingFeasibleError]:
     def error(rejected: list[Rejection]) -> NothingFeasibleError:
+        over = [r for r in rejected if c.budget_usd and r.reason.endswith(f"> budget {budget_text(c)}")]
+        if over:
+            cheapest = max(over, key=lambda r: r.closeness)
+            return NothingFeasibleError(
+                f"--budget {budget_text(c)} is below every device that meets the targets; the cheapest, "
+                f"{cheapest.hardware}, costs {cheapest.reason.split(' > budget')[0]}",
+                hint="raise --budget, relax the targets, or price the other way (--rent / --buy)")
+        if no_price:
+            kind = "purchase" if c.rank_by == "price" else c.price_kind
+            asked = f"--rank-by {c.rank_by}" if c.rank_by in PRICED_RANKINGS else "--budget"
+            return NothingFeasibleError(
+                f"{asked}: no device that meets the targets has a {kind} price "
+                f"({', '.join(r.hardware for r in no_price)}); {no_price[0].hardware}: {no_price[0].reason}",
+                hint=("--buy to price the cards bought" if kind == "rental" else "--rent to price them rented")
+                + ", or give your own prices with --prices FILE")
         closest = max(rejected, key=lambda r: r.closeness)
         binding = ("latency" if c.latency_s else "throughput" if c.throughput_per_s else "memory")
         return NothingFeasibleError(
@@ -134,25 +161,98 @@ def _relax_hint(c: Constraints) -> str:
 
 
 def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Hardware], c: Constraints,
-              calibration_of: Callable[[Hardware], tuple[Calibration | None, str]] | None = None
-              ) -> RecommendResult:
-    """Rank ``devices`` for the workload ``workload_at(batch, dtype)`` under ``c``."""
-    kept, rejected = candidates(devices, c)
+              calibration_of: Callable[[Hardware], tuple[Calibration | None, str]] | None = None,
+              pricing: Pricing | None = None) -> RecommendResult:
+    """Rank ``devices`` for the workload ``workload_at(batch, dtype)`` under ``c``. ``pricing``
+    (``costs.load_pricing(catalog)``) gives every recommendation its cost; ranking by price or cost, or a
+    budget, needs it."""
+    if pricing is None and (c.rank_by in PRICED_RANKINGS or c.budget_usd):
+        what = f"ranking by {c.rank_by}" if c.rank_by in PRICED_RANKINGS else "a budget"
+        raise InputError(f"{what} needs prices",
+                         hint="pass pricing=tops_advisor.costs.load_pricing(catalog)")
+    kept, rejected = candidates(devices, c, purchase_price(pricing))
     batches = _batches(c)
     first = workload_at(batches[0], c.dtypes[0])
     family = model_family(first)
+    no_price: list[Rejection] = []
+    by_id = {hw.id: hw for hw in kept}
     recs, rejected = rank(kept, rejected, c,
-                          lambda hw: _best_on(hw, workload_at, batches, family, c, calibration_of),
-                          SCORES, _nothing(c))
-    notes = [f"ranked by {c.rank_by}" + {"efficiency": " (throughput per watt of TDP)",
-                                          "price": " (throughput per 1000 USD of list price)"}.get(c.rank_by, ""),
-             f"mode {c.mode}; latency is per batch"] + ([auto_dtype_note(c.mode)] if c.dtype_auto else [])
+                          lambda hw: _best_on(hw, workload_at, batches, family, c, calibration_of, pricing),
+                          SCORES, _nothing(c, no_price), unpriced=_unpriced(c, by_id, pricing), no_price=no_price,
+                          refuse=_over_budget(c))
+    notes = [_ranking_note(c, pricing), f"mode {c.mode}; latency is per batch"]
+    if c.dtype_auto:
+        notes.append(auto_dtype_note(c.mode))
+    if c.fleet_target_per_s:
+        notes.append(f"throughput {c.fleet_target_per_s:,.0f}/s is the fleet's total: each device runs as many "
+                     "replicas as it needs")
     if first.unsupported_ops:
         notes.append("unsupported operators counted as zero: "
                      + ", ".join(f"{k} x{v}" for k, v in first.unsupported_ops.items()))
     if c.mode != Mode.EAGER:  # a model CUDA graphs cannot capture (counting/notes.py)
         notes += [n.text for n in first.notes if n.kind == NoteKind.CAPTURE_FAILS]
-    return RecommendResult(recommendations=recs, rejected=rejected, constraints=c, notes=tuple(notes))
+    return RecommendResult(recommendations=recs, rejected=rejected, no_price=no_price, constraints=c,
+                           notes=tuple(notes))
+
+
+def _ranking_note(c: Constraints, pricing: Pricing | None) -> str:
+    """How the ranking reads: 'ranked by cost (USD per million samples, rented: ...)'."""
+    if c.rank_by == "efficiency":
+        return "ranked by efficiency (throughput per watt of TDP)"
+    if c.rank_by == "price":
+        return "ranked by price (throughput per 1000 USD of purchase price)"
+    if c.rank_by != "cost":
+        return f"ranked by {c.rank_by}"
+    if c.price_kind == "rental":
+        return "ranked by cost (USD per million samples, rented: each device's cheapest current rental price)"
+    s = pricing.settings
+    return (f"ranked by cost (USD per million samples, bought: purchase over {s.life_years:g} years of use, plus "
+            f"electricity at ${s.electricity_usd_per_kwh:g}/kWh and PUE {s.pue:g})")
+
+
+def _purchase_usd(hw: Hardware, pricing: Pricing | None) -> float | None:
+    """A card's purchase price: the price files' cheapest current one (a device file's own without pricing)."""
+    if pricing is None:
+        return hw.price_usd
+    price = pricing.price(hw, PriceKind.PURCHASE)
+    return price.usd if price is not None else None
+
+
+def purchase_price(pricing: Pricing | None) -> Callable[[Hardware], float | None]:
+    """``hw -> its purchase price`` (``_purchase_usd``), for --max-price and ranking by price."""
+    return lambda hw: _purchase_usd(hw, pricing)
+
+
+def _unpriced(c: Constraints, by_id: dict[str, Hardware], pricing: Pricing | None):
+    """Under price or cost ranking, or a budget: a recommendation without that price, set aside with why."""
+    if c.rank_by not in PRICED_RANKINGS and not c.budget_usd:
+        return None
+
+    def screen(r: Recommendation) -> Rejection | None:
+        if c.rank_by == "price" and r.price_usd is None:
+            return Rejection(hardware=r.hardware, reason=pricing.missing(by_id[r.hardware], PriceKind.PURCHASE))
+        if c.rank_by != "price" and r.usd_per_hour is None:
+            return Rejection(hardware=r.hardware, reason=r.no_price_reason or "no price")
+        return None
+
+    return screen
+
+
+def _over_budget(c: Constraints):
+    """With --budget: a recommendation whose fleet costs more (per hour rented, up front bought), rejected."""
+    if not c.budget_usd:
+        return None
+
+    def refuse(r: Recommendation) -> Rejection | None:
+        if c.price_kind == "rental":
+            spend, text = r.usd_per_hour, f"{r.replicas} x ${r.unit_price_usd:,.2f}/h = ${r.usd_per_hour:,.2f}/h"
+        else:
+            spend, text = r.up_front_usd, f"{r.replicas} x ${r.unit_price_usd:,.0f} = ${r.up_front_usd:,.0f} up front"
+        if spend is None or spend <= c.budget_usd:
+            return None
+        return Rejection(hardware=r.hardware, reason=f"{text} > budget {budget_text(c)}", closeness=c.budget_usd / spend)
+
+    return refuse
 
 
 def _predict_batches(workload_at, batches, dtype, hw, perf, c) -> list[Prediction]:
@@ -167,9 +267,10 @@ def _predict_batches(workload_at, batches, dtype, hw, perf, c) -> list[Predictio
     return preds
 
 
-def _recommendation(p: Prediction, hw: Hardware, c: Constraints, band: ErrorBand | None = None) -> Recommendation:
+def _recommendation(p: Prediction, hw: Hardware, c: Constraints, band: ErrorBand | None = None,
+                    pricing: Pricing | None = None) -> Recommendation:
     tput = p.throughput_per_s
-    price = hw.price_usd
+    price = _purchase_usd(hw, pricing)
     return Recommendation(
         hardware=hw.id, name=hw.name, dtype=p.dtype, batch=p.batch, mode=p.mode, latency_s=p.latency_s,
         throughput_per_s=tput, attainable_ops_per_s=p.attainable_ops_per_s, utilisation=p.utilisation,
@@ -179,4 +280,20 @@ def _recommendation(p: Prediction, hw: Hardware, c: Constraints, band: ErrorBand
         headroom=c.latency_s / p.latency_s if c.latency_s else None, calibrated=p.calibrated,
         memory_required_bytes=p.memory_required_bytes, advice=tuple(advise(p, hw)[:ADVICE_PER_RECOMMENDATION]),
         expected_error=band, power_mode=hw.power_mode if hw.power_modes else None,
+        **_cost_fields(p, hw, c, pricing),
     )
+
+
+def _cost_fields(p: Prediction, hw: Hardware, c: Constraints, pricing: Pricing | None) -> dict:
+    """One operating point's replicas (for the total a ranking by cost asks for) and what they cost at the price
+    kind asked for; why not, where the device has no such price. Each replica runs its share of the load, busy
+    the share of its time the roofline puts in compute- and memory-bound operators."""
+    fleet = fleet_for(p.throughput_per_s, c.fleet_target_per_s)
+    if pricing is None:
+        return {"replicas": fleet.replicas}
+    kind = PriceKind(c.price_kind)
+    cost = pricing.cost(hw, kind, units_per_s=fleet.served_per_s, devices=fleet.replicas,
+                        busy=busy_fraction(p.time_by_bound_s, p.latency_s) * fleet.load)
+    if cost is None:
+        return {"replicas": fleet.replicas, "no_price_reason": pricing.missing(hw, kind)}
+    return {"replicas": fleet.replicas, **CostFields.of(cost)}

@@ -2,13 +2,15 @@
 
 Columns that hold one value on every row (the precision when one was asked for) move into the title, and a
 calibrated prediction is marked on its device ('*', explained under the table), so the table fits 80 columns.
+Ranked by cost, the table shows each device's replicas and what they cost, and two tables follow it: the price
+each cost comes from (whose, and its date), and the devices that have no such price.
 """
 
 from __future__ import annotations
 
 from rich.table import Table
 
-from ..formatting import fmt_ratio, fmt_tops, format_seconds
+from ..formatting import MISSING, fmt_dollars, fmt_ratio, fmt_tops, format_seconds
 from ..recommend import RecommendResult
 from .console import NARROW_COLUMNS
 from .tables import NAME_MIN_WIDTH, bullet, name_column, natural_width, new_table, number_column, word_column
@@ -77,6 +79,8 @@ def has_error_column(table: Table) -> bool:
 
 
 def _ranking_table(res: RecommendResult, with_error: bool) -> Table:
+    if res.rank_by == "cost":
+        return _cost_table(res, with_error)
     recs = res.recommendations
     dtypes = sorted({r.dtype for r in recs})
     one_dtype = len(dtypes) == 1
@@ -103,6 +107,65 @@ def _ranking_table(res: RecommendResult, with_error: bool) -> Table:
         if banded:
             row.append(band_cell(r.expected_error))
         t.add_row(*row)
+    return t
+
+
+def _cost_table(res: RecommendResult, with_error: bool) -> Table:
+    """Cheapest first: device, replicas, batch (and precision), latency per batch, samples/s of one device, USD per
+    hour of all replicas and USD per million samples of the work asked for (the binding limit is in --json and the
+    advice)."""
+    recs = res.recommendations
+    dtypes = sorted({r.dtype for r in recs})
+    one_dtype = len(dtypes) == 1
+    t = new_table(f"Recommended, cheapest first{f', {dtypes[0]}' if one_dtype else ''} ({'; '.join(res.notes)})")
+    name_column(t, "device", min_width=max((len(_device(r)) for r in recs), default=NAME_MIN_WIDTH))
+    number_column(t, "devices")
+    number_column(t, "batch" if one_dtype else "batch,\ndtype")
+    number_column(t, "latency")
+    number_column(t, "samples/s\nper device")
+    number_column(t, "USD\nper hour")
+    number_column(t, "USD per M\nsamples")
+    banded = with_error and any(r.expected_error for r in recs)
+    if banded:
+        number_column(t, ERROR_HEADER)
+    for r in recs:
+        row = [_device(r), str(r.replicas), str(r.batch) if one_dtype else f"{r.batch}, {r.dtype}",
+               format_seconds(r.latency_s), f"{r.throughput_per_s:,.0f}", fmt_dollars(r.usd_per_hour),
+               fmt_dollars(r.usd_per_million)]
+        if banded:
+            row.append(f"{r.expected_error.median_abs_error:.0%}" if r.expected_error else "-")
+        t.add_row(*row)
+    return t
+
+
+def _price_text(r) -> str:
+    return f"${r.unit_price_usd:,.4g}/GPU-h" if r.price_kind == "rental" else f"${r.unit_price_usd:,.0f}/card"
+
+
+def prices_table(res: RecommendResult) -> Table:
+    """The price behind each ranked device's cost: how much, whose (the provider, else the source; or the user's
+    own file) and its date, marked when it is older than a year (--json: the source in full)."""
+    t = new_table("Prices used")
+    name_column(t, "device", min_width=max((len(r.hardware) for r in res.recommendations), default=NAME_MIN_WIDTH))
+    number_column(t, "price")
+    name_column(t, "from", min_width=24, ratio=1)
+    number_column(t, "date")
+    for r in res.recommendations:
+        if r.usd_per_hour is None:
+            continue
+        date = r.price_date or MISSING
+        t.add_row(r.hardware, _price_text(r), r.price_provider or r.price_source or MISSING,
+                  f"{date}\n(older than a year)" if r.price_older_than_a_year else date)
+    return t
+
+
+def no_price_table(res: RecommendResult) -> Table:
+    """Devices that meet the targets but have no price of the kind asked for, with why: not ranked."""
+    t = new_table("No price (meet the targets, not ranked)")
+    name_column(t, "why", min_width=30, ratio=1)
+    name_column(t, "devices", min_width=20)
+    for devices, reason in grouped((r.hardware, r.reason) for r in res.no_price):
+        t.add_row(reason, ", ".join(devices))
     return t
 
 
@@ -184,6 +247,10 @@ def render_recommendations(res: RecommendResult, out) -> None:
             bullet(out, line, mark=" ", style="dim")
     for line in advice_lines(res):
         bullet(out, line)
+    if res.rank_by == "cost":
+        out.print(prices_table(res))
+    if res.no_price:
+        out.print(no_price_table(res))
     if res.rejected:
         out.print(rejected_table(res))
 

@@ -1,0 +1,65 @@
+"""`tops-advisor train` through click's CliRunner: the table, --json keys, several GPUs, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from tests.paths import FIXTURES
+from tops_advisor.cli import cli
+
+TRAIN = FIXTURES / "train"
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["train", *map(str, args)])
+
+
+def test_table_names_the_parts_and_memory():
+    r = run(TRAIN / "tiny_mlp.py", "-H", "h200-sxm", "--batch", "8")
+    assert r.exit_code == 0, r.output
+    for word in ("forward", "backward", "optimizer", "step", "MFU", "memory at the peak", "optimizer state"):
+        assert word in r.output
+
+
+def test_json_keys():
+    r = run(TRAIN / "tiny_mlp.py", "-H", "h200-sxm", "--batch", "8", "--dtype", "bf16", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    for key in ("step_time_ms", "forward_ms", "backward_ms", "optimizer_ms", "peak_memory_bytes", "memory_parts",
+                "fits_memory", "samples_per_s", "mfu"):
+        assert key in d
+    assert d["step_time_ms"] > 0 and d["fits_memory"] is True
+    assert d["memory_parts"]["weights"] > 0
+
+
+def test_several_gpus_add_a_plan():
+    r = run(TRAIN / "tiny_mlp.py", "-H", "h200-sxm", "--batch", "8", "--devices", "4", "--strategy", "fsdp",
+            "--json")
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.stdout)["plan"]
+    assert plan["strategy"] == "fsdp" and plan["devices"] == 4 and plan["global_batch"] == 32
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--optimizer", "adamx"], "unknown optimizer 'adamx'"),
+    (["--dtype", "fp12"], "unknown training precision"),
+    (["--lora", "r=0"], "--lora"),
+    (["--strategy", "zero9", "--devices", "2"], "strategy"),
+])
+def test_bad_options_are_one_line(args, message):
+    r = run(TRAIN / "tiny_mlp.py", "-H", "h200-sxm", *args)
+    assert r.exit_code == 2
+    assert message in r.output and "Traceback" not in r.output
+
+
+def test_nothing_to_train_on_is_one_line():
+    r = run(TRAIN / "no_linear.py", "-H", "h200-sxm")
+    assert r.exit_code == 2 and "no floating-point tensor" in r.output
+
+
+def test_a_step_that_does_not_fit_is_refused():
+    r = run(TRAIN / "tiny_mlp.py", "-H", "jetson-orin-nano-8gb", "--batch", "100000000")
+    assert r.exit_code == 2 and "needs" in r.output and "at its peak" in r.output
