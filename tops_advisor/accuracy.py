@@ -64,6 +64,13 @@ class ErrorBand(BaseModel):
     round: str | None = None           # blind: which round
     basis: str | None = None           # published: whose measurements (the card, its class or all cards)
     blind_rounds: tuple[RoundBand, ...] = ()  # report: each blind round's band, for the text's second part
+    borrowed_from: str | None = None   # whose measurements, when not the card's own: its class, every card, the H200
+    unmeasured: bool | None = None     # True: the card has no published point of its own (None otherwise)
+
+    @property
+    def borrowed(self) -> bool:
+        """Whether the band comes from measurements of other cards than the one predicted."""
+        return self.borrowed_from is not None
 
 
 def model_family(op_kinds) -> str:
@@ -93,10 +100,25 @@ def expected_error(family: str, mode: str, calibrated: bool, summary: dict | Non
     summary was measured on, the band from published measurements of that card (``card_band``) instead.
     Compiled mode and ``dtype`` "amp" take the band of the blind round that measured them (``blind_band``)."""
     summary = summary if summary is not None else load_summary()
-    if hardware is not None and not calibrated and hardware.id != (summary or {}).get("hardware"):
+    other_card = hardware is not None and hardware.id != (summary or {}).get("hardware")
+    if other_card and not calibrated:
         band = card_band(hardware, "model", cards)
         if band is not None:
             return band.model_copy(update={"family": family, "mode": mode, "calibrated": False})
+    band = _h200_band(family, mode, calibrated, summary, dtype)
+    return borrowed_h200_band(band, hardware) if band is not None and other_card else band
+
+
+def borrowed_h200_band(band: ErrorBand, hardware) -> ErrorBand:
+    """An H200 band quoted for another card (a calibrated prediction, or no published band of it): marked borrowed."""
+    return band.model_copy(update={
+        "borrowed_from": f"{band.card} measurements",
+        "text": band.text + f"; borrowed: measured on the {band.card}, not on {hardware.id}"})
+
+
+def _h200_band(family: str, mode: str, calibrated: bool, summary: dict | None, dtype: str | None
+               ) -> ErrorBand | None:
+    """The H200 report's band (or a blind round's, for compiled mode and AMP) of one kind of prediction."""
     if mode == Mode.COMPILED or dtype == "amp":
         return blind_band(mode, "amp" if dtype == "amp" else "fp16", calibrated)
     if not summary:
@@ -188,8 +210,9 @@ def card_band(hardware, kind: str = "model", cards: dict | None = None) -> Error
     if not doc:
         return None
     cls = card_class(hardware)
-    levels = ((doc.get("cards", {}).get(hardware.id), hardware.id),
-              (doc.get("classes", {}).get(cls), f"{cls} cards"), (doc.get("all_cards"), "all published cards"))
+    own = doc.get("cards", {}).get(hardware.id) or {}
+    levels = ((own, hardware.id), (doc.get("classes", {}).get(cls), f"{cls} cards"),
+              (doc.get("all_cards"), "all published cards"))
     for key in (kind, "all"):
         for bands, basis in levels:
             band = (bands or {}).get(key)
@@ -197,10 +220,23 @@ def card_band(hardware, kind: str = "model", cards: dict | None = None) -> Error
                 text = (f"expected error from published measurements on {basis} (datasheet defaults, "
                         f"{KIND_WORDS.get(key, key)}; n={band['n']}): median "
                         f"{band['median_abs_error']:.0%}, worst {band['worst_abs_error']:.0%}")
+                borrowed = basis != hardware.id
+                unmeasured = borrowed and not any(b.get("n", 0) for b in own.values())
+                if borrowed:
+                    text += "; " + _borrowed_clause(hardware.id, own.get(key, {}).get("n", 0), key, unmeasured)
                 return ErrorBand(source="published", median_abs_error=band["median_abs_error"],
                                  worst_abs_error=band["worst_abs_error"], n=band["n"], card=hardware.id,
-                                 basis=basis, text=text)
+                                 basis=basis, text=text, borrowed_from=basis if borrowed else None,
+                                 unmeasured=True if unmeasured else None)
     return None
+
+
+def _borrowed_clause(card: str, own_points: int, key: str, unmeasured: bool) -> str:
+    """Why a card's band is another's: it has no published point at all, or too few of this kind."""
+    if unmeasured:
+        return f"borrowed: {card} is an unmeasured card (no published point of its own)"
+    return (f"borrowed: {card} has {own_points} published point{'s' if own_points != 1 else ''} of "
+            f"{KIND_WORDS.get(key, key)}, fewer than {MIN_CARD_POINTS}")
 
 
 def llm_expected_error(hardware, calibrated: bool, cards: dict | None = None) -> ErrorBand | None:

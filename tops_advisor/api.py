@@ -239,8 +239,10 @@ def largest_fitting_batch(workload: Workload, pred: Prediction) -> int:
 
 def calibration_for(hw: Hardware, explicit: str | Path | None = None, use: bool = True
                     ) -> tuple[Calibration | None, str]:
-    """The calibration to use for a device (explicit file > user's saved > shipped), and where it came from."""
-    if not use:
+    """The calibration to use for a device (explicit file > user's saved > shipped), and where it came from. A
+    module in another power mode than its datasheet's (``Hardware.at_power_mode``) takes only an explicit file:
+    a saved or shipped calibration measured it as probed, at other clocks."""
+    if not use or (explicit is None and not hw.at_datasheet_mode):
         return None, ""
     return find_calibration(hw.id, explicit)
 

@@ -18,7 +18,7 @@ import sys
 
 from tops_advisor.api import ModelCosts, calibration_for, load_catalog, load_pricing
 from tops_advisor.errors import TopsAdvisorError
-from tops_advisor.recommend import AUTO_DTYPES, Constraints, RecommendResult, recommend
+from tops_advisor.recommend import Constraints, RecommendResult, auto_dtypes, recommend
 from tops_advisor.units import parse_latency_s
 
 
@@ -26,8 +26,9 @@ def plan(model: str, rate_per_s: float, latency_s: float | None = None, dtype: s
          prices: str | None = None) -> RecommendResult:
     """The fleets that serve ``rate_per_s`` samples/s, cheapest first, rented or bought (``rent``)."""
     catalog = load_catalog()
-    c = Constraints(latency_s=latency_s, throughput_per_s=rate_per_s, rank_by="cost",
-                    dtypes=AUTO_DTYPES if dtype == "auto" else (dtype,), price_kind="rental" if rent else "purchase")
+    auto = dtype == "auto"   # as recommend --dtype auto: the precisions graph mode's software runs
+    c = Constraints(latency_s=latency_s, throughput_per_s=rate_per_s, rank_by="cost", dtype_auto=auto,
+                    dtypes=auto_dtypes("graph") if auto else (dtype,), price_kind="rental" if rent else "purchase")
     return recommend(ModelCosts(model).at, list(catalog), c, calibration_of=calibration_for,
                      pricing=load_pricing(catalog, prices))
 

@@ -72,3 +72,61 @@ def test_a_band_without_blind_rounds_has_no_such_key_in_json():
     rounds = {**summary, "blind_rounds": [{"median_abs_error": 0.2, "worst_abs_error": 0.7}]}
     assert band_json(expected_error("cnn", "graph", True, rounds))["blind_rounds"] == [
         {"median_abs_error": 0.2, "worst_abs_error": 0.7}]
+
+
+# --- borrowed bands: a band from other cards says so ---------------------------------------------------------
+
+CARDS = {"cards": {"t4": {"all": {"n": 5, "median_abs_error": 0.2, "worst_abs_error": 0.5},
+                          "model": {"n": 5, "median_abs_error": 0.2, "worst_abs_error": 0.5}},
+                   "mi300x": {"gemm": {"n": 1, "median_abs_error": 0.01, "worst_abs_error": 0.01},
+                              "all": {"n": 1, "median_abs_error": 0.01, "worst_abs_error": 0.01}}},
+         "classes": {}, "all_cards": {"all": {"n": 40, "median_abs_error": 0.09, "worst_abs_error": 0.4},
+                                      "model": {"n": 30, "median_abs_error": 0.09, "worst_abs_error": 0.3}}}
+
+
+def test_a_card_band_from_other_cards_is_marked_borrowed():
+    from tops_advisor.accuracy import card_band
+    from tops_advisor.catalog import load_catalog
+
+    cat = load_catalog()
+    own = card_band(cat.get("t4"), "model", CARDS)
+    assert not own.borrowed and own.unmeasured is None and "borrowed" not in own.text
+    few = card_band(cat.get("mi300x"), "model", CARDS)
+    assert few.borrowed_from == "all published cards" and few.unmeasured is None
+    assert few.text.endswith("borrowed: mi300x has 0 published points of model files, fewer than 4")
+    jetson = card_band(cat.get("jetson-orin-nx-16gb"), "model", CARDS)
+    assert jetson.borrowed and jetson.unmeasured is True
+    assert jetson.text.endswith("borrowed: jetson-orin-nx-16gb is an unmeasured card (no published point of its own)")
+
+
+def test_an_h200_band_quoted_for_another_card_is_marked_borrowed():
+    from tops_advisor.catalog import load_catalog
+
+    cat = load_catalog()
+    rows = [{"family": "cnn", "mode": "graph", "err_default": 0.1, "err_calibrated": 0.05}]
+    summary = {**summarise_rows(rows, "H200", "docs/accuracy.md"), "hardware": "h200-sxm"}
+    calibrated_a100 = expected_error("cnn", "graph", True, summary, hardware=cat.get("a100-sxm4-80gb"), cards=CARDS)
+    assert calibrated_a100.borrowed_from == "H200 measurements"
+    assert calibrated_a100.text.endswith("borrowed: measured on the H200, not on a100-sxm4-80gb")
+    assert not expected_error("cnn", "graph", True, summary, hardware=cat.get("h200-sxm"), cards=CARDS).borrowed
+
+
+def test_the_error_column_marks_borrowed_bands_and_says_whose_they_are():
+    from tops_advisor.accuracy import card_band
+    from tops_advisor.catalog import load_catalog
+    from tops_advisor.render.recommend import band_cell, borrowed_line
+
+    cat = load_catalog()
+    bands = {i: card_band(cat.get(i), "model", CARDS) for i in ("t4", "mi300x", "jetson-orin-nx-16gb")}
+    assert [band_cell(b) for b in bands.values()] == ["20%", "9%~", "9%~"]
+    res = SimpleNamespace(recommendations=[SimpleNamespace(hardware=i, expected_error=b) for i, b in bands.items()])
+    assert borrowed_line(res) == ("~ borrowed band, not the card's own published measurements: from all published "
+                                  "cards: mi300x, jetson-orin-nx-16gb (unmeasured card)")
+    assert borrowed_line(res, shown=False) is None
+
+
+def test_analyze_json_says_whose_band_it_is():
+    r = run(["analyze", "examples/small_cnn.py", "-H", "jetson-orin-nano-8gb", "--json"])
+    assert r.exit_code == 0, r.output
+    band = json.loads(r.stdout)["expected_error"]
+    assert band["borrowed_from"] and band["unmeasured"] is True and "unmeasured card" in band["text"]

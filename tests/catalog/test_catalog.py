@@ -23,7 +23,7 @@ INTENDED_AMBIGUOUS = {"h100", "h200", "a100", "a100pcie", "a10080gb", "h10080gb"
 
 # file in tests/fixtures/catalog_bad -> text the error must contain (besides the file name)
 BAD_FILES = {
-    "unknown-key.toml": "field memory_clock_mhz: unknown key",
+    "unknown-key.toml": "field shader_clock_mhz: unknown key",
     "negative-number.toml": "field memory_bandwidth_gb_s: Input should be greater than 0 (got -1000)",
     "zero-peak.toml": "field dense_tops.fp8: Input should be greater than 0 (got 0)",
     "sparse-below-dense.toml": "sparse_tops.fp16 = 50.0 is below dense_tops.fp16 = 100.0",
@@ -32,6 +32,9 @@ BAD_FILES = {
     "unknown-source.toml": "citations.tdp_w cites unknown source 'vendor-page'",
     "unknown-precision.toml": "field dense_tops: unknown precision fp7",
     "malformed.toml": "not valid TOML",
+    "power-mode-too-many-sms.toml": "power mode 10W has 12 SMs; the device has 8",
+    "power-mode-unknown-datasheet-mode.toml": "power_mode = '30W' is not among the modes: 10W (10 W), MAXN (25 W)",
+    "power-mode-datasheet-mismatch.toml": "power mode MAXN (the datasheet's: power_mode) must match boost_clock_mhz",
 }
 
 

@@ -55,12 +55,48 @@ def test_analyze_int8_derived_from_fp16_count():
     (("-H", "h200-sxm", "--batch", "0"), "--batch must be a positive integer"),
     (("-H", "h200-sxm", "--plot", "/nonexistent/dir/x.png"), "cannot write plot"),
     (("-H", "h200-sxm", "--plot", "roof.txt"), "must end in .png, .svg or .pdf"),
+    (("-H", "jetson-orin-nx-16gb", "--power-mode", "99W"),
+     "jetson-orin-nx-16gb has no power mode '99W'; its modes: 10W (10 W), 15W (15 W), 25W (25 W), MAXN (25 W), "
+     "40W (40 W), MAXN_SUPER (40 W)"),
+    (("-H", "h200-sxm", "--power-mode", "15W"), "h200-sxm has no power modes"),
 ])
 def test_analyze_bad_input(args, message):
     r = run("analyze", MODEL, *args)
     assert r.exit_code == 2
     assert message in r.output
     assert "Traceback" not in r.output
+
+
+def test_analyze_at_a_power_mode():
+    maxn = json.loads(run("analyze", MODEL, "-H", "jetson-orin-nx-16gb", "--batch", "8", "--json").stdout)
+    r = run("analyze", MODEL, "-H", "jetson-orin-nx-16gb", "--power-mode", "15W", "--batch", "8", "--json")
+    assert r.exit_code == 0, r.output
+    at_15w = json.loads(r.stdout)
+    assert maxn["power_mode"] == "MAXN" and at_15w["power_mode"] == "15W"
+    # 15W: 4 of 8 SMs at 612 of 918 MHz, the memory clock uncapped: a third of the peak, the same bandwidth
+    assert at_15w["peak_tops"] == pytest.approx(maxn["peak_tops"] * 612 / 918 * 4 / 8)
+    assert at_15w["latency_ms"] > maxn["latency_ms"]
+    table = run("analyze", MODEL, "-H", "jetson-orin-nx-16gb", "--power-mode", "15w")
+    assert table.exit_code == 0 and "at power mode 15W" in table.output
+
+
+def test_recommend_dtype_auto_says_why_int8_was_not_tried():
+    r = run("recommend", MODEL, "--dtype", "auto", "--batch", "8", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert {x["dtype"] for x in d["recommendations"]} <= {"fp32", "fp16", "bf16"}
+    assert d["constraints"]["dtypes"] == ["fp32", "fp16", "bf16"] and d["constraints"]["dtype_auto"] is True
+    assert any("not fp8/int8" in n and "TensorRT or torchao" in n for n in d["notes"])
+
+
+def test_recommend_max_power_says_which_mode():
+    r = run("recommend", MODEL, "--max-power", "15W", "--batch", "1", "--json")
+    assert r.exit_code == 0, r.output
+    recs = json.loads(r.stdout)["recommendations"]
+    assert recs and all(x["tdp_w"] <= 15 for x in recs)
+    assert {x["hardware"]: x["power_mode"] for x in recs}["jetson-agx-orin-64gb"] == "15W"
+    table = run("recommend", MODEL, "--max-power", "15W", "--batch", "1")
+    assert "jetson-agx-orin-64gb @15W" in table.output and "fastest mode within 15 W" in table.output
 
 
 def test_analyze_invalid_calibration(tmp_path):
@@ -96,6 +132,8 @@ def test_recommend_json_and_rejections():
     (("--segment", "edg"), "unknown segment 'edg'"),
     (("--latency", "1ns"), "no device meets the constraints"),
     (("--max-power", "1W"), "no device left after filtering"),
+    (("--power-mode", "99W", "-H", "jetson-agx-orin-64gb"), "jetson-agx-orin-64gb has no power mode '99W'"),
+    (("--power-mode", "99W"), "no device asked for has power mode '99W'; the modules' modes: 10W, 15W"),
 ])
 def test_recommend_bad_input(args, message):
     r = run("recommend", MODEL, *args)

@@ -64,11 +64,11 @@ def test_the_table_shows_replicas_prices_and_the_unpriced(fleet):
 
 def test_the_python_api_gives_the_same_answer(fleet):
     from tops_advisor.api import ModelCosts, calibration_for, load_catalog, load_pricing
-    from tops_advisor.recommend import AUTO_DTYPES, Constraints, recommend
+    from tops_advisor.recommend import Constraints, auto_dtypes, recommend
 
     catalog = load_catalog()
     res = recommend(ModelCosts(MODEL).at, list(catalog),
-                    Constraints(throughput_per_s=50_000, rank_by="cost", dtypes=AUTO_DTYPES,
+                    Constraints(throughput_per_s=50_000, rank_by="cost", dtypes=auto_dtypes("graph"), dtype_auto=True,
                                 hardware=("h100-sxm", "l4", "rtx-4090", "jetson-orin-nx-16gb")),
                     calibration_of=calibration_for, pricing=load_pricing(catalog))
     assert [(r.hardware, r.replicas, r.dtype, r.batch) for r in res.recommendations] == \

@@ -149,3 +149,26 @@ def test_max_price_reads_the_purchase_prices_of_the_pricing():
     assert [r.hardware for r in res.recommendations] == ["slow-gpu"]
     assert {(r.hardware, r.reason) for r in res.rejected} == {("toy-gpu", "price $26,280 > $10,000"),
                                                               ("bare-gpu", "no known purchase price")}
+
+
+def test_a_module_under_a_power_limit_is_priced_and_powered_at_its_mode():
+    """--max-power with --max-price and --buy: the module passes both filters (its purchase price from the price
+    files, not its device file) and draws its 15W mode's budget, not its datasheet (MAXN, 200 W) one."""
+    from tests.recommend.test_recommend import _module
+    from tops_advisor.recommend.constraints import prefilter
+    from tops_advisor.recommend.models import purchase_price
+
+    mine = UserPrices(Path("mine.toml"), {"toy-module": UserPrice(purchase_usd=1_500.0)})
+    pricing = Pricing({}, mine, CostSettings(electricity_usd_per_kwh=0.10, pue=1.5, life_years=3,
+                                             idle_power_fraction=0.1, busy_power_fraction=1.0), today=TODAY)
+    c = Constraints(batch=8, max_power_w=15, max_price_usd=2_000, rank_by="cost", price_kind="purchase")
+    rec = ranked(c, devices=(_module(),), pricing=pricing).recommendations[0]
+    assert (rec.power_mode, rec.tdp_w, rec.unit_price_usd) == ("15W", 15, 1_500.0)
+    # memory-bound all the time (busy 1): 15 W; 15 W x PUE 1.5 x $0.10/kWh = $0.00225/h; $1,500 / 26,280 h
+    assert rec.power_w == pytest.approx(15.0)
+    assert rec.energy_usd_per_hour == pytest.approx(0.00225)
+    assert rec.usd_per_hour == pytest.approx(0.00225 + 1_500 / 26_280)
+    purchase = purchase_price(pricing)
+    assert prefilter(_module(), Constraints(max_power_w=15, max_price_usd=1_000), purchase) == "price $1,500 > $1,000"
+    assert prefilter(_module(), Constraints(max_power_w=10, max_price_usd=2_000), purchase) == \
+        "lowest power mode 15 W > 10 W"

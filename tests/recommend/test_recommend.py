@@ -219,3 +219,87 @@ def test_recommend_builds_its_notes_and_error_bands_in_the_library():
     assert all(r.expected_error and r.expected_error.text for r in res.recommendations)
     assert isinstance(res.notes, tuple)
     assert res.model_dump()["notes"] == list(res.notes)
+
+
+# --- power modes: a limit admits a module only at a mode within it -----------------------------------------
+
+def _module():
+    from tests.catalog.test_power_modes import module
+
+    return module(id="toy-module", name="Toy module")
+
+
+def test_max_power_runs_a_module_in_its_fastest_mode_within_the_limit():
+    # the stream moves 8.5 MB per sample: bandwidth-bound; at 15W the module's memory clock is 2133 of 3200 MHz
+    res = recommend(stream, [_module()], Constraints(batch=1, max_power_w=15))
+    rec = res.recommendations[0]
+    assert rec.power_mode == "15W" and rec.tdp_w == 15
+    full = recommend(stream, [_module()], Constraints(batch=1)).recommendations[0]
+    assert full.power_mode == "MAXN" and full.tdp_w == 200
+    assert rec.latency_s > full.latency_s
+
+
+def test_power_mode_by_name_and_its_rejections():
+    res = recommend(stream, [_module(), FAST], Constraints(batch=1, power_mode="30W"))
+    assert [r.power_mode for r in res.recommendations] == ["30W"]
+    assert res.rejected[0].reason == "no power mode 30W"
+    res = recommend(stream, [_module()], Constraints(batch=1, power_mode="60W", max_power_w=200))
+    assert res.recommendations[0].power_mode == "60W"
+    with pytest.raises(NothingFeasibleError):
+        recommend(stream, [_module()], Constraints(batch=1, power_mode="60W", max_power_w=30))
+    with pytest.raises(InputError, match="toy-module has no power mode '99W'; its modes: 15W"):
+        recommend(stream, [_module(), FAST], Constraints(batch=1, power_mode="99W"))
+
+
+def test_a_15w_limit_never_admits_a_jetson_at_a_higher_modes_speed():
+    """On the shipped catalog: every device a 15 W limit admits runs at a mode of at most 15 W, and its prediction
+    is that mode's, slower than the device at its datasheet (full-power) mode."""
+    from tops_advisor.catalog import load_catalog
+    from tops_advisor.roofline import device_perf, predict
+
+    def mixed(batch: int, dtype: str) -> Workload:  # the stream plus a compute-bound GEMM (1e10 ops, 3 MB)
+        gemm = OpRecord("aten.mm", "matmul", "", 1e10 * batch, 2e6, 1e6, 0, dtype, 1)
+        return Workload("mixed", batch, dtype, (*stream(batch, dtype).ops, gemm))
+
+    catalog = load_catalog()
+    res = recommend(mixed, list(catalog), Constraints(batch=1, max_power_w=15))
+    assert res.recommendations
+    for rec in res.recommendations:
+        hw = catalog.get(rec.hardware)
+        assert rec.tdp_w <= 15
+        if not hw.power_modes:
+            continue
+        mode = hw.get_power_mode(rec.power_mode)
+        assert mode.power_w <= 15 and mode == hw.fastest_power_mode(15)
+        at_mode = hw.at_power_mode(rec.power_mode)
+        expected = predict(mixed(1, "fp16"), at_mode, perf=device_perf(at_mode))
+        assert rec.latency_s == pytest.approx(expected.latency_s)
+        full = predict(mixed(1, "fp16"), hw, perf=device_perf(hw))
+        if hw.get_power_mode(hw.power_mode).power_w > 15:  # the datasheet mode is above the limit
+            assert rec.latency_s > full.latency_s
+    agx = next(r for r in res.recommendations if r.hardware == "jetson-agx-orin-64gb")
+    assert agx.power_mode == "15W"
+
+
+# --- --dtype auto: only precisions the run mode's software runs ---------------------------------------------
+
+def test_auto_never_picks_a_precision_plain_pytorch_cannot_run():
+    from tops_advisor.recommend import auto_dtypes
+    from tops_advisor.recommend.constraints import auto_dtype_note
+
+    for mode in ("graph", "eager", "compiled"):
+        assert auto_dtypes(mode) == ("fp32", "fp16", "bf16")
+        assert "not fp8/int8" in auto_dtype_note(mode) and "TensorRT or torchao" in auto_dtype_note(mode)
+    def sized(batch: int, dtype: str) -> Workload:  # the stream's bytes at the precision's width (int8: half)
+        width = {"fp32": 2.0, "int8": 0.5, "fp8": 0.5}.get(dtype, 1.0)
+        op = OpRecord("aten.mm", "matmul", "", 1e3 * batch, 4.25e6 * batch * width, 4.25e6 * batch * width, 0,
+                      dtype, 1)
+        return Workload("stream", batch, dtype, (op,))
+
+    # FAST has int8: on this stream int8 moves half the bytes and would win if it were tried
+    explicit = recommend(sized, [FAST], Constraints(batch=1, dtypes=("fp16", "int8"), rank_by="latency"))
+    assert explicit.recommendations[0].dtype == "int8"
+    auto = recommend(sized, [FAST], Constraints(batch=1, dtypes=auto_dtypes("graph"), dtype_auto=True,
+                                                rank_by="latency"))
+    assert auto.recommendations[0].dtype in ("fp16", "bf16")
+    assert any(n.startswith("dtype auto: tried fp32/fp16/bf16, not fp8/int8") for n in auto.notes)

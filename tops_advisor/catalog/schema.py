@@ -23,11 +23,13 @@ from pydantic import (
     Field,
     PositiveFloat,
     PositiveInt,
+    PrivateAttr,
     field_validator,
     model_validator,
 )
 
 from ..units import PEAK_KEYS
+from .power_modes import PowerMode, at_power_mode, check_power_modes, fastest_within, power_mode
 
 Segment = Literal["edge", "workstation", "datacenter"]
 ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
@@ -73,8 +75,14 @@ class Hardware(BaseModel):
                                   "Boost runs a load too short to reach the power limit (a benchmark of a second "
                                   "or two). at_burst_clock() is the card at that clock.")
 
-    tdp_w: PositiveFloat = Field(description="Board power / TDP / max TGP in watts (the top mode for modules).")
-    power_modes_w: tuple[PositiveFloat, ...] = Field(default=(), description="Selectable power modes (Jetson).")
+    tdp_w: PositiveFloat = Field(description="Board power / TDP / max TGP in watts (for a module: the budget of "
+                                             "the power mode its figures describe).")
+    memory_clock_mhz: PositiveFloat | None = Field(
+        default=None, description="Memory (EMC) clock at which memory_bandwidth_gb_s holds, MHz; a power mode's "
+                                  "bandwidth scales by its memory clock against this one.")
+    power_modes: tuple[PowerMode, ...] = Field(default=(), description="Selectable power modes (Jetson nvpmodel).")
+    power_mode: str | None = Field(default=None, description="The power mode the figures above describe (the "
+                                                             "datasheet's); at_power_mode() gives another.")
 
     host_interface: str | None = Field(default=None, description="e.g. 'PCIe 5.0 x16'.")
     pcie_gen: PositiveInt | None = None
@@ -98,6 +106,11 @@ class Hardware(BaseModel):
     sources: tuple[Source, ...] = Field(min_length=1)
     citations: dict[str, str] = Field(description="Field or precision -> 'source-key: where' or 'derived: ...'.")
     notes: tuple[str, ...] = Field(default=(), description="Caveats: where vendors disagree, what was chosen.")
+
+    _datasheet_power_mode: str | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context) -> None:
+        self._datasheet_power_mode = self.power_mode  # kept by model_copy: the mode of the file's own figures
 
     @field_validator("dense_tops", "sparse_tops")
     @classmethod
@@ -132,6 +145,7 @@ class Hardware(BaseModel):
         missing = [f for f in self.cited_fields() if not self._is_cited(f)]
         if missing:
             raise ValueError(f"no citation for {', '.join(missing)}; add them to [citations]")
+        check_power_modes(self)
         return self
 
     def cited_fields(self) -> list[str]:
@@ -177,6 +191,33 @@ class Hardware(BaseModel):
         return self.model_copy(update={"sustained_clock_mhz": self.burst_clock_mhz, "citations": cites})
 
     @property
+    def power_modes_w(self) -> tuple[float, ...]:
+        """Each power mode's budget, W, in file order (empty without modes)."""
+        return tuple(m.power_w for m in self.power_modes)
+
+    @property
+    def datasheet_power_mode(self) -> str | None:
+        """The mode the device file's figures describe (``power_mode`` before any ``at_power_mode``)."""
+        return self._datasheet_power_mode
+
+    @property
+    def at_datasheet_mode(self) -> bool:
+        """True unless this is the device in another power mode than its datasheet's (``at_power_mode``)."""
+        return self.power_mode == self._datasheet_power_mode
+
+    def get_power_mode(self, name: str) -> PowerMode:
+        """The mode called ``name``; one line listing the modes for a name the device does not have."""
+        return power_mode(self, name)
+
+    def at_power_mode(self, name: str) -> Hardware:
+        """This device in power mode ``name`` (``power_modes.at_power_mode``)."""
+        return at_power_mode(self, name)
+
+    def fastest_power_mode(self, max_power_w: float) -> PowerMode | None:
+        """The fastest mode within ``max_power_w`` watts, None when no mode's budget fits."""
+        return fastest_within(self, max_power_w)
+
+    @property
     def pcie_bandwidth_bytes_per_s(self) -> float | None:
         """Per-direction PCIe payload bandwidth from generation and lanes, after line encoding: 8b/10b for PCIe
         1.x and 2.x, 128b/130b from 3.0 (PCI-SIG base specifications; 6.0's FLIT mode is approximated by
@@ -196,8 +237,7 @@ class Hardware(BaseModel):
 
 _NUMERIC_FIELDS = (
     "memory_gb", "memory_bandwidth_gb_s", "l2_cache_mb", "compute_units", "boost_clock_mhz",
-    "sustained_clock_mhz", "burst_clock_mhz", "tdp_w",
-    "power_modes_w", "pcie_gen", "pcie_lanes", "peer_link_bandwidth_gb_s", "price_usd", "launch_date",
+    "sustained_clock_mhz", "burst_clock_mhz", "tdp_w", "memory_clock_mhz", "pcie_gen", "pcie_lanes", "peer_link_bandwidth_gb_s", "price_usd", "launch_date",
 )
 
 _ALIAS_NORMALISE = re.compile(r"[\s_\-]+")

@@ -34,15 +34,18 @@ from .common import (
 @click.option("--eager-host", "eager_host", metavar="PROFILE",
               help="Eager mode: price the host with a named eager host profile (reference, dle-pytorch-21.03; "
                    "docs/published.md) instead of this machine's calibration.")
+@click.option("--power-mode", "power_mode", metavar="MODE",
+              help="A module's power mode (Jetson nvpmodel: 15W, MAXN, ...; `hardware show DEVICE` lists them): "
+                   "predict at its GPU clock, active SMs and memory clock. Default: the datasheet's mode.")
 @click.option("--tf32", is_flag=True, help="fp32 matmuls in TF32 (torch.backends.cuda.matmul.allow_tf32).")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write a roofline chart (.png/.svg).")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Operators to list (N >= 1).")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know or values it must assume.")
 @cost_options
 @model_command_options
-def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calibration, eager_host, tf32, plot_path,
-            top, strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape, catalog_dirs,
-            as_json):
+def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calibration, eager_host, power_mode, tf32,
+            plot_path, top, strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape,
+            catalog_dirs, as_json):
     """Predict latency, attainable TOPS and the binding limit of MODEL on one device.
 
     MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
@@ -53,6 +56,8 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
 
     catalog = get_catalog(catalog_dirs)
     hw = catalog.get(hardware_name)
+    if power_mode is not None:
+        hw = hw.at_power_mode(power_mode)
     pricing = get_pricing(catalog, prices_file, electricity_usd_per_kwh, pue, life_years)
     if plot_path is not None:
         from ..render.plot import check_plot_path
@@ -80,7 +85,8 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
     from ..render.analyze import render_analysis
 
     out = console()
-    render_analysis(result.prediction, hw.name, result.advice, result.band, top, out, workload=result.workload,
+    name = f"{hw.name} at power mode {hw.power_mode}" if hw.power_modes else hw.name
+    render_analysis(result.prediction, name, result.advice, result.band, top, out, workload=result.workload,
                     costs=result.costs, no_price=result.no_price)
     if plot_path is not None:
         err_console().print(f"roofline chart written to {plot_path}")

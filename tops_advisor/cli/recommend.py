@@ -28,9 +28,13 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 @click.option("--throughput", type=float, help="Throughput target in samples/s.")
 @click.option("--batch", "-b", type=int, help="Fixed batch (default: search for the best batch).")
 @click.option("--dtype", default="fp16", show_default=True,
-              help=f"One of {', '.join(PRECISIONS)}, several comma-separated, or 'auto'.")
+              help=f"One of {', '.join(PRECISIONS)}, several comma-separated, or 'auto' (the precisions the mode "
+                   "runs: fp32, fp16, bf16 in plain PyTorch, which has no int8 or fp8 kernels).")
 @click.option("--segment", help="edge, workstation or datacenter.")
-@click.option("--max-power", help="Maximum board power, e.g. 60W.")
+@click.option("--max-power", help="Maximum board power, e.g. 60W (a Jetson module: its fastest power mode within it).")
+@click.option("--power-mode", "power_mode", metavar="MODE",
+              help="Run modules in this power mode (Jetson nvpmodel: 15W, MAXN, ...); devices without it are "
+                   "left out.")
 @click.option("--max-price", type=float, help="Maximum purchase price of one card in USD.")
 @click.option("--hardware", "-H", "hardware_names", multiple=True, help="Limit to these devices; repeatable.")
 @click.option("--mode", type=click.Choice(["graph", "eager", "compiled"]), default="graph", show_default=True,
@@ -51,28 +55,28 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 @model_command_options
 @click.pass_context
 def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_devices, latency, throughput, batch,
-              dtype, segment, max_power, max_price, hardware_names, mode, rank_by, rent, budget, top, no_calibration,
-              strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape, catalog_dirs,
-              as_json):
+              dtype, segment, max_power, power_mode, max_price, hardware_names, mode, rank_by, rent, budget, top,
+              no_calibration, strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape,
+              catalog_dirs, as_json):
     """Rank the devices that run MODEL, or an LLM (--llm), within the targets.
 
     MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
     from ..api import ModelCosts, calibration_for
-    from ..recommend import AUTO_DTYPES, Constraints
+    from ..recommend import Constraints, auto_dtypes
     from ..recommend import recommend as run_recommend
     from ..render.console import console
     from ..render.progress import progress
     from ..units import parse_latency_s, parse_power_w, parse_precision
 
     _check_form(ctx, model, llm_config)
-    dtypes = AUTO_DTYPES if dtype.strip().lower() == "auto" else tuple(
-        parse_precision(d) for d in dtype.split(","))
+    auto = dtype.strip().lower() == "auto"
+    dtypes = auto_dtypes(mode) if auto else tuple(parse_precision(d) for d in dtype.split(","))
     catalog = get_catalog(catalog_dirs)
     limit = tuple(catalog.get(n).id for n in hardware_names)
     c = Constraints(
         latency_s=parse_latency_s(latency) if latency else None, throughput_per_s=throughput, batch=batch,
-        dtypes=dtypes, segment=segment.lower() if segment else None,
-        max_power_w=parse_power_w(max_power) if max_power else None, max_price_usd=max_price,
+        dtypes=dtypes, dtype_auto=auto, segment=segment.lower() if segment else None,
+        max_power_w=parse_power_w(max_power) if max_power else None, power_mode=power_mode, max_price_usd=max_price,
         hardware=limit, mode=mode, rank_by=rank_by, top=top, price_kind="rental" if rent else "purchase",
         budget_usd=budget)
     pricing = get_pricing(catalog, prices_file, electricity_usd_per_kwh, pue, life_years)

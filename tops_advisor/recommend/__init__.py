@@ -6,7 +6,7 @@ for a language model (``llm.py``, with ``plan_llm``); both filter and sort throu
 """
 
 from ..errors import NothingFeasibleError
-from .constraints import AUTO_DTYPES, RANK_BY, SEGMENTS, Constraints
+from .constraints import AUTO_DTYPES, RANK_BY, SEGMENTS, Constraints, auto_dtypes
 from .llm import LLMPlan, plan_llm, recommend_llm
 from .models import recommend
 from .results import LLMRecommendation, Recommendation, RecommendResult, Rejection
@@ -15,4 +15,5 @@ __all__ = [
     "AUTO_DTYPES", "RANK_BY", "SEGMENTS", "Constraints", "LLMPlan", "LLMRecommendation", "NothingFeasibleError",
     "RecommendResult",
     "Recommendation", "Rejection", "plan_llm", "recommend", "recommend_llm",
+    "auto_dtypes",
 ]

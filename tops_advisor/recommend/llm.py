@@ -101,7 +101,8 @@ def _plan_on(hw: Hardware, cfg, c: Constraints, calibration_of, purchase_usd=lam
         hardware=hw.id, devices=n, tokens_per_s=rate, ttft_s=a.ttft_s, tpot_s=a.tpot_s,
         memory_required_bytes=a.memory_required_bytes, bound=a.bound, total_tdp_w=n * hw.tdp_w,
         tokens_per_s_per_watt=rate / (n * hw.tdp_w), price_usd=n * price if (price := purchase_usd(hw)) else None,
-        calibrated=cal is not None, why=plan.why)
+        calibrated=cal is not None, why=plan.why,
+        power_mode=hw.power_mode if hw.power_modes else None)
 
 
 def _nothing(c: Constraints) -> Callable[[list[Rejection]], NothingFeasibleError]:

@@ -3,8 +3,9 @@
 For every candidate device the search finds the best operating point: with ``batch`` fixed, that batch;
 otherwise the largest batch (powers of two up to ``max_batch``) that fits in memory and meets the latency
 target, or without a latency target the smallest batch within 5% of the best throughput. With several
-dtypes (``auto``), each precision the device has is tried and the best by the ranking is kept (under price and
-cost, the fastest: a card's price is the same at every precision).
+dtypes (``auto``: those the run mode's software runs, ``constraints.auto_dtypes``), each precision the device has
+is tried and the best by the ranking is kept (under price and cost, the fastest: a card's price is the same at
+every precision).
 
 Ranking (``rank_by``): ``efficiency`` (default: throughput per watt of TDP at the operating point),
 ``latency`` (lowest), ``throughput`` (highest), ``price`` (throughput per 1000 USD of purchase price), ``cost``
@@ -27,7 +28,7 @@ from ..kinds import Mode
 from ..roofline import Prediction, device_perf, predict
 from ..units import format_seconds
 from ..workload import NoteKind, Workload
-from .constraints import AUTO_DTYPES, PRICED_RANKINGS, Constraints, budget_text, filters_text
+from .constraints import PRICED_RANKINGS, Constraints, auto_dtype_note, budget_text, filters_text
 from .ranking import candidates, rank
 from .results import CostFields, Recommendation, RecommendResult, Rejection
 
@@ -152,7 +153,7 @@ def _nothing(c: Constraints, no_price: list[Rejection]) -> Callable[[list[Reject
 def _relax_hint(c: Constraints) -> str:
     """What else to try when nothing is feasible: only the options not already taken."""
     tries = ["relax the target"]
-    if set(c.dtypes) != set(AUTO_DTYPES):
+    if not c.dtype_auto:
         tries.append("allow another --dtype (or auto)")
     if c.mode == Mode.EAGER:
         tries.append("--mode graph")
@@ -180,6 +181,8 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
                           SCORES, _nothing(c, no_price), unpriced=_unpriced(c, by_id, pricing), no_price=no_price,
                           refuse=_over_budget(c))
     notes = [_ranking_note(c, pricing), f"mode {c.mode}; latency is per batch"]
+    if c.dtype_auto:
+        notes.append(auto_dtype_note(c.mode))
     if c.fleet_target_per_s:
         notes.append(f"throughput {c.fleet_target_per_s:,.0f}/s is the fleet's total: each device runs as many "
                      "replicas as it needs")
@@ -276,7 +279,8 @@ def _recommendation(p: Prediction, hw: Hardware, c: Constraints, band: ErrorBand
         throughput_per_kusd=tput / price * 1000 if price else None,
         headroom=c.latency_s / p.latency_s if c.latency_s else None, calibrated=p.calibrated,
         memory_required_bytes=p.memory_required_bytes, advice=tuple(advise(p, hw)[:ADVICE_PER_RECOMMENDATION]),
-        expected_error=band, **_cost_fields(p, hw, c, pricing),
+        expected_error=band, power_mode=hw.power_mode if hw.power_modes else None,
+        **_cost_fields(p, hw, c, pricing),
     )
 
 

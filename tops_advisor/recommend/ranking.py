@@ -9,7 +9,15 @@ from typing import TypeVar
 
 from ..catalog import Hardware
 from ..errors import NothingFeasibleError
-from .constraints import NOT_ASKED, Constraints, device_file_price, filters_text, prefilter
+from .constraints import (
+    NOT_ASKED,
+    Constraints,
+    at_power_limit,
+    check_power_mode,
+    device_file_price,
+    filters_text,
+    prefilter,
+)
 from .results import Rejection
 
 R = TypeVar("R")
@@ -20,12 +28,15 @@ Screen = Callable[[R], Rejection | None]   # a record set aside (with why), or N
 def candidates(devices: Iterable[Hardware], c: Constraints,
                purchase_usd: Callable[[Hardware], float | None] = device_file_price
                ) -> tuple[list[Hardware], list[Rejection]]:
-    """Devices that pass the filters, and the others with why (devices outside --hardware are dropped)."""
+    """Devices that pass the filters (a module in the power mode the constraints give it), and the others with
+    why (devices outside --hardware are dropped)."""
+    devices = list(devices)
+    check_power_mode(devices, c)
     kept, rejected = [], []
     for hw in devices:
         why = prefilter(hw, c, purchase_usd)
         if why is None:
-            kept.append(hw)
+            kept.append(at_power_limit(hw, c))
         elif why != NOT_ASKED:
             rejected.append(Rejection(hardware=hw.id, reason=why))
     if not kept:

@@ -78,6 +78,7 @@ class Recommendation(CostFields):
     memory_required_bytes: float
     advice: Lines = ()
     expected_error: ErrorBand | None = None  # accuracy.expected_error's band for this model family, mode, calibration
+    power_mode: str | None = None    # a module's power mode the prediction is for (tdp_w is its budget)
 
 
 class LLMRecommendation(BaseModel):
@@ -97,6 +98,7 @@ class LLMRecommendation(BaseModel):
     price_usd: float | None      # all devices
     calibrated: bool
     why: str
+    power_mode: str | None = None  # a module's power mode the plan is for (total_tdp_w counts its budget)
 
 
 class Rejection(BaseModel):

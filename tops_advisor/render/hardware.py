@@ -33,9 +33,9 @@ def ridge_ops_per_byte(hw: Hardware, precision: str, sparse: bool = False) -> fl
 
 
 def device_record(hw: Hardware) -> dict:
-    """The device as JSON: every field of the file (id, name, memory_gb, ..., dense_tops, sparse_tops,
-    sources, citations, notes)."""
-    return hw.model_dump(mode="json")
+    """The device as JSON: every field of the file (id, name, memory_gb, ..., power_modes, dense_tops,
+    sparse_tops, sources, citations, notes), and ``power_modes_w``: each power mode's budget."""
+    return {**hw.model_dump(mode="json"), "power_modes_w": list(hw.power_modes_w)}
 
 
 def compare_record(hw: Hardware) -> dict:
@@ -131,7 +131,8 @@ def _price(p: DevicePrice | None) -> str:
 _SHOW_FIELDS: tuple[tuple[str, str], ...] = (
     ("vendor", ""), ("architecture", ""), ("segment", ""), ("form_factor", ""), ("launch_date", ""),
     ("memory_gb", "GB"), ("memory_type", ""), ("memory_bandwidth_gb_s", "GB/s"), ("l2_cache_mb", "MB"),
-    ("compute_units", ""), ("boost_clock_mhz", "MHz"), ("tdp_w", "W"), ("power_modes_w", "W"),
+    ("compute_units", ""), ("boost_clock_mhz", "MHz"), ("tdp_w", "W"), ("memory_clock_mhz", "MHz"),
+    ("power_mode", ""),
     ("host_interface", ""), ("pcie_gen", ""), ("pcie_lanes", ""), ("peer_link", ""),
     ("peer_link_bandwidth_gb_s", "GB/s"), ("price_usd", "USD"), ("price_date", ""), ("price_note", ""),
 )
@@ -153,6 +154,22 @@ def show_rows(hw: Hardware) -> list[list[str]]:
         if name == "compute_units":
             unit = hw.compute_unit_name
         rows.append([name, f"{text} {unit}".strip(), hw.citation(name) or ""])
+    return rows
+
+
+POWER_MODE_COLUMNS = ("mode", "W", "GPU MHz", "SMs", "memory MHz", "CPU cores", "CPU MHz", "source")
+
+
+def power_mode_rows(hw: Hardware) -> list[list[str]]:
+    """One row per power mode (``POWER_MODE_COLUMNS``); the datasheet's mode marked '(datasheet)', a mode only
+    some software offers followed by that software; the source by its key (the whole citation is in --json)."""
+    rows = []
+    for m in hw.power_modes:
+        name = m.name + (" (datasheet)" if m.name == hw.datasheet_power_mode else "")
+        name += f", {m.software}" if m.software else ""
+        rows.append([name, fmt_number(m.power_w), fmt_number(m.gpu_clock_mhz), str(m.active_compute_units),
+                     fmt_number(m.memory_clock_mhz), str(m.cpu_cores), fmt_number(m.cpu_clock_mhz),
+                     m.source.split(":", 1)[0]])
     return rows
 
 

@@ -12,7 +12,17 @@ from rich.table import Table
 
 from ..catalog import Hardware
 from ..catalog.prices import PriceReport
-from .hardware import compare_rows, list_columns, list_row, list_title, peak_rows, price_rows, show_rows
+from .hardware import (
+    POWER_MODE_COLUMNS,
+    compare_rows,
+    list_columns,
+    list_row,
+    list_title,
+    peak_rows,
+    power_mode_rows,
+    price_rows,
+    show_rows,
+)
 from .tables import name_column, new_table, number_column, word_column
 
 # `hardware list` shows the devices' names only from this width up: ids are what commands take, and names
@@ -54,7 +64,20 @@ def show_tables(hw: Hardware) -> list[Table]:
     name_column(peaks, "source", min_width=24, ratio=1)
     for row in peak_rows(hw):
         peaks.add_row(*row)
-    return [facts, peaks]
+    return [facts, peaks] + ([power_modes_table(hw)] if hw.power_modes else [])
+
+
+def power_modes_table(hw: Hardware) -> Table:
+    """The device's power modes: budget, the caps each sets, and where they come from."""
+    t = new_table("Power modes (--power-mode NAME; recommend --max-power picks the fastest within the limit; "
+                  "--json cites each mode in full)")
+    name_column(t, POWER_MODE_COLUMNS[0], min_width=8)
+    for col in POWER_MODE_COLUMNS[1:-1]:
+        number_column(t, col)
+    name_column(t, POWER_MODE_COLUMNS[-1], min_width=20, ratio=1)
+    for row in power_mode_rows(hw):
+        t.add_row(*row)
+    return t
 
 
 def compare_tables(devices: Sequence[Hardware], width: int, purchases=None) -> list[Table]:

@@ -89,10 +89,11 @@ RENAMED: dict[str, tuple[str, Callable]] = {
 # An error band's keys in the order each source has always written them; fields that are None are left out.
 BAND_KEYS = {
     "report": ("family", "mode", "calibrated", "median_abs_error", "worst_abs_error", "n", "card", "text",
-               "blind_rounds"),
-    "blind": ("mode", "dtype", "calibrated", "round", "median_abs_error", "worst_abs_error", "n", "card", "text"),
+               "blind_rounds", "borrowed_from"),
+    "blind": ("mode", "dtype", "calibrated", "round", "median_abs_error", "worst_abs_error", "n", "card", "text",
+              "borrowed_from"),
     "published": ("median_abs_error", "worst_abs_error", "n", "card", "basis", "text", "family", "mode",
-                  "calibrated"),
+                  "calibrated", "borrowed_from", "unmeasured"),
 }
 
 
@@ -126,7 +127,13 @@ def analysis_json(a: ModelAnalysis, plot: str | None = None) -> dict:
     return {**prediction_json(a.prediction), "advice": a.advice, "unsupported_ops": dict(w.unsupported_ops),
             "assumptions": list(w.assumptions), "notes": [n.text for n in w.notes],
             "expected_error": band_json(a.band) if a.band else None, "plot": plot,
-            "costs": [{"devices": c.devices, **CostFields.of(c)} for c in a.costs], "no_price": list(a.no_price)}
+            "costs": [{"devices": c.devices, **CostFields.of(c)} for c in a.costs], "no_price": list(a.no_price),
+            **_power_mode(a.perf.hardware)}
+
+
+def _power_mode(hw) -> dict:
+    """``power_mode`` for a module (the nvpmodel mode predicted), nothing for a device without modes."""
+    return {"power_mode": hw.power_mode} if hw.power_modes else {}
 
 
 _SPECIAL = {ErrorBand: band_json, Prediction: prediction_json, ModelAnalysis: analysis_json}

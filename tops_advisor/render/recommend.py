@@ -16,11 +16,46 @@ from .console import NARROW_COLUMNS
 from .tables import NAME_MIN_WIDTH, bullet, name_column, natural_width, new_table, number_column, word_column
 
 CALIBRATED_MARK = "*"
+BORROWED_MARK = "~"
 ERROR_HEADER = "error"
 
 
+def band_cell(band) -> str:
+    """'9%', or '9%~' for a band measured on other cards (``borrowed_line`` says whose)."""
+    if band is None:
+        return "-"
+    return f"{band.median_abs_error:.0%}" + (BORROWED_MARK if band.borrowed else "")
+
+
+def borrowed_line(res: RecommendResult, shown: bool = True) -> str | None:
+    """What '~' in the error column means: whose measurements each borrowed band is, with the devices that
+    borrow it (an unmeasured card, one with no published point at all, is said so); None when none is shown."""
+    pairs = [(whose, r.hardware + (" (unmeasured card)" if r.expected_error.unmeasured else ""))
+             for r in res.recommendations if getattr(r, "expected_error", None) is not None
+             and (whose := r.expected_error.borrowed_from) is not None]
+    if not pairs or not shown:
+        return None
+    by_whose: dict[str, list[str]] = {}
+    for whose, device in pairs:
+        by_whose.setdefault(whose, []).append(device)
+    return (f"{BORROWED_MARK} borrowed band, not the card's own published measurements: "
+            + "; ".join(f"from {whose}: {', '.join(devices)}" for whose, devices in by_whose.items()))
+
+
 def _device(r) -> str:
-    return r.hardware + (CALIBRATED_MARK if r.calibrated else "")
+    mode = getattr(r, "power_mode", None)
+    return r.hardware + (CALIBRATED_MARK if r.calibrated else "") + (f" @{mode}" if mode else "")
+
+
+def power_mode_line(res: RecommendResult) -> str | None:
+    """What '@15W' after a module means, when any row has it."""
+    if not any(getattr(r, "power_mode", None) for r in res.recommendations):
+        return None
+    c = res.constraints
+    how = ("the mode --power-mode asked for" if c.power_mode else
+           f"its fastest mode within {c.max_power_w:g} W" if c.max_power_w else
+           "the datasheet's mode; --max-power or --power-mode pick another")
+    return f"@MODE: the power mode a module is predicted in ({how}); per W counts that mode's budget"
 
 
 def _tops(r) -> str:
@@ -70,7 +105,7 @@ def _ranking_table(res: RecommendResult, with_error: bool) -> Table:
         row = [_device(r), str(r.batch) if one_dtype else f"{r.batch}, {r.dtype}", format_seconds(r.latency_s),
                f"{r.throughput_per_s:,.0f}", _tops(r), r.bound, ratio]
         if banded:
-            row.append(f"{r.expected_error.median_abs_error:.0%}" if r.expected_error else "-")
+            row.append(band_cell(r.expected_error))
         t.add_row(*row)
     return t
 
@@ -205,7 +240,9 @@ def render_recommendations(res: RecommendResult, out) -> None:
     """``recommend MODEL``'s output on the rich console ``out``."""
     table = recommendations_table(res, out.width)
     out.print(table)
-    for line in (calibration_line(res), error_band_line(res, has_error_column(table))):
+    shown = has_error_column(table)
+    for line in (calibration_line(res), power_mode_line(res), error_band_line(res, shown),
+                 borrowed_line(res, shown)):
         if line:
             bullet(out, line, mark=" ", style="dim")
     for line in advice_lines(res):
@@ -221,9 +258,9 @@ def render_recommendations(res: RecommendResult, out) -> None:
 def render_llm_recommendations(res: RecommendResult, model: str, out) -> None:
     """``recommend --llm``'s output on the rich console ``out``."""
     out.print(llm_recommendations_table(res, model))
-    line = calibration_line(res)
-    if line:
-        bullet(out, line, mark=" ", style="dim")
+    for line in (calibration_line(res), power_mode_line(res)):
+        if line:
+            bullet(out, line, mark=" ", style="dim")
     if any(r.bound == "compute" for r in res.recommendations):
         bullet(out, "compute-bound decode at a small batch: the matrix products' tensor-core tiles run mostly "
                     "empty (one row per sequence), not the arithmetic saturated; 'tops-advisor llm MODEL -H DEVICE' "

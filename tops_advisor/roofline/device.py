@@ -166,6 +166,14 @@ def _calibrated_rates(hw: Hardware, cal: Calibration, d: RooflineDefaults) -> _R
     return r
 
 
+def power_mode_note(hw: Hardware) -> str:
+    """Which power mode a module's rates are for: its GPU clock, active SMs, memory clock and budget."""
+    m = hw.get_power_mode(hw.power_mode)
+    which = "the datasheet's; --power-mode picks another" if hw.at_datasheet_mode else "--power-mode"
+    return (f"power mode {m.name} ({which}): GPU {m.gpu_clock_mhz:g} MHz on {m.active_compute_units} SMs, "
+            f"memory clock {m.memory_clock_mhz:g} MHz, {m.power_w:g} W budget")
+
+
 def gemm_samples(cal: Calibration, d: RooflineDefaults) -> dict[str, tuple]:
     """The probe's long GEMMs per precision: (log2 coordinates, dims, seconds). Short ones are dominated by the
     timing's fixed cost (events, L2 flush), so only those over ``gemm_sample_min_s`` inform predictions."""
@@ -183,10 +191,16 @@ def gemm_samples(cal: Calibration, d: RooflineDefaults) -> dict[str, tuple]:
 
 
 def device_perf(hw: Hardware, calibration: Calibration | None = None, calibration_source: str = "",
-                defaults: RooflineDefaults = DEFAULTS) -> DevicePerf:
-    """Resolve attainable rates: measured where the calibration has them, ``defaults`` elsewhere."""
+                defaults: RooflineDefaults = DEFAULTS, power_mode: str | None = None) -> DevicePerf:
+    """Resolve attainable rates: measured where the calibration has them, ``defaults`` elsewhere. ``power_mode``
+    (a module's nvpmodel mode, e.g. '15W'): the device at that mode's GPU clock, active SMs and memory clock
+    (``Hardware.at_power_mode``); ``hw`` may also already be the device in a mode."""
     d = defaults
+    if power_mode is not None:
+        hw = hw.at_power_mode(power_mode)
     r = _calibrated_rates(hw, calibration, d) if calibration is not None else _datasheet_rates(hw, d)
+    if hw.power_modes:
+        r.notes.append(power_mode_note(hw))
     if not hw.compute_units:
         r.notes.append(f"compute units not in the catalog: {d.compute_units_unknown.value:.0f} "
                        f"({d.compute_units_unknown.source})")
