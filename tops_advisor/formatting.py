@@ -112,6 +112,13 @@ def fmt_optional(value: float | None, fmt: str = "{:.1f}") -> str:
     return MISSING if value is None else fmt.format(value)
 
 
+def fmt_usd(usd: float | None) -> str:
+    """US dollars: 1.5213 -> '$1.52', 0.0421 -> '$0.0421', 21.52 -> '$21.5', 1234 -> '$1,234', None -> '-'."""
+    if usd is None:
+        return MISSING
+    return f"${usd:,.0f}" if abs(usd) >= 100 else f"${usd:.3g}"
+
+
 def fmt_signed_percent(fraction: float | None) -> str:
     """A relative error: 0.25 -> '+25%', -0.031 -> '-3%', None -> '-'."""
     return MISSING if fraction is None else f"{fraction:+.0%}"
