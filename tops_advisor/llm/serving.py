@@ -42,8 +42,14 @@ from ..errors import InputError, LLMConfigError
 from ..search import first_true
 from .analysis import PhaseRunner
 from .config import LLMConfig
-from .memory import RUNTIME_RESERVE_BYTES, MemoryBreakdown, activation_bytes, kv_bytes_per_token, kv_cache_bytes, \
-    weight_bytes
+from .memory import (
+    RUNTIME_RESERVE_BYTES,
+    MemoryBreakdown,
+    activation_bytes,
+    kv_bytes_per_token,
+    kv_cache_bytes,
+    weight_bytes,
+)
 from .precision import Precision
 
 GIB = 2 ** 30
@@ -141,9 +147,17 @@ def max_concurrency(decode_s: Callable[[int], float], prefill_s: float, fits: Ca
     first = failing(1)
     if first is not None:
         return Concurrency(0, first)
-    hi = budget_limit(t) + 1  # failing(hi) is BUDGET (or MEMORY): the bracket's failing end
+    hi = min(budget_limit(t), _rate_cap(decode_s(1), prefill_s, t)) + 1  # failing(hi): the bracket's failing end
     b = first_true(lambda n: failing(n) is not None, 1, hi) - 1
     return Concurrency(b, failing(b + 1) or BUDGET)
+
+
+def _rate_cap(decode_1_s: float, prefill_s: float, t: ServingTargets) -> int | float:
+    """A B above which the per-user rate cannot hold (the decode step never shrinks with B, so step_s(B) >=
+    decode_s(1) + B / G x prefill_s): it narrows the bisection without changing its answer."""
+    if t.tokens_per_s is None or prefill_s <= 0:
+        return math.inf
+    return math.floor(t.generate * (1.0 / t.tokens_per_s - decode_1_s) / prefill_s)
 
 
 # --- one replica ------------------------------------------------------------------------------------------------
@@ -208,8 +222,15 @@ def serve(runner: PhaseRunner, t: ServingTargets) -> ServingPoint:
     def fits(b: int) -> bool:
         return serving_memory(cfg, p, hw, b, t, tp).fits
 
+    steps: dict[int, object] = {}  # the decode step of B requests, predicted once
+
+    def decode(b: int):
+        if b not in steps:
+            steps[b] = runner.run("decode", b, context)
+        return steps[b]
+
     def decode_s(b: int) -> float:
-        return runner.run("decode", b, context).latency_s
+        return decode(b).latency_s
 
     prefill = runner.run("prefill", 1, t.prompt).latency_s if fits(1) else None  # none: nothing to predict
     found = max_concurrency(decode_s, prefill or 0.0, fits, t)
@@ -219,7 +240,7 @@ def serve(runner: PhaseRunner, t: ServingTargets) -> ServingPoint:
                  prompt=t.prompt, generate=t.generate, prefill_s=prefill, memory=mem)
     if prefill is None:  # one request does not fit: nothing predicted
         return ServingPoint(**point, decode_step_s=None, step_s=None, ttft_s=None, bound=None)
-    dec = runner.run("decode", max(b, 1), context)
+    dec = decode(max(b, 1))
     return ServingPoint(**point, decode_step_s=dec.latency_s, step_s=step_s(dec.latency_s, prefill, max(b, 1), t.generate),
                         ttft_s=chunked_ttft_s(dec.latency_s, prefill, max(b, 1), t.prompt, t.token_budget),
                         bound=dec.bound)

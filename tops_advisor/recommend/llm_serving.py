@@ -17,8 +17,18 @@ from ..errors import InputError, UnsupportedPrecisionError
 from ..llm.analysis import DEFAULT_CONTEXT, DEFAULT_GENERATE, PhaseRunner, link_for_or_none
 from ..llm.engines import KernelSetup
 from ..llm.parallel import NVLINK_NODE_GPUS, valid_tp_degrees
-from ..llm.serving import BUDGET, MEMORY, RATE, TOKEN_BUDGET, TTFT, ServingPoint, ServingTargets, check_lengths, \
-    serve, token_budget_for
+from ..llm.serving import (
+    BUDGET,
+    MEMORY,
+    RATE,
+    TOKEN_BUDGET,
+    TTFT,
+    ServingPoint,
+    ServingTargets,
+    check_lengths,
+    serve,
+    token_budget_for,
+)
 from ..units import format_seconds
 from .constraints import Constraints
 from .llm import LLMRun, nothing_error, rejection
