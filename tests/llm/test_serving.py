@@ -139,3 +139,20 @@ def test_token_budget_follows_vllm_defaults():
     assert token_budget_for(cat.get("l40s")) == 2048          # 48 GB
     assert token_budget_for(make_hardware(memory_gb=75.1)) == 2048
     assert token_budget_for(make_hardware(memory_gb=75.2)) == 8192
+
+
+def test_the_rate_bound_only_narrows_the_search(monkeypatch):
+    # the bisection's upper end from the rate (step_s(B) >= decode_s(1) + B / G x prefill_s) changes no answer
+    import math
+
+    from tops_advisor.llm import load_config, serving
+    from tops_advisor.llm.analysis import roofline_predictor
+
+    hw = load_catalog().get("h100-sxm")
+    cfg = load_config("llama2-7b")
+    runner = PhaseRunner(cfg, hw, make_precision(), 1, "graph", "torch", None, roofline_predictor(hw))
+    asks = [targets(prompt=1024, generate=g, token_budget=8192, tokens_per_s=r) for g, r in ((128, 30.0), (512, 10.0))]
+    narrowed = [serve(runner, t).concurrent_requests for t in asks]
+    monkeypatch.setattr(serving, "_rate_cap", lambda *a: math.inf)
+    assert [serve(runner, t).concurrent_requests for t in asks] == narrowed
+    assert all(n > 1 for n in narrowed)
