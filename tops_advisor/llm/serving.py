@@ -147,7 +147,8 @@ def max_concurrency(decode_s: Callable[[int], float], prefill_s: float, fits: Ca
     first = failing(1)
     if first is not None:
         return Concurrency(0, first)
-    hi = min(budget_limit(t), _rate_cap(decode_s(1), prefill_s, t)) + 1  # failing(hi): the bracket's failing end
+    # failing(hi): the bracket's failing end (at least 2: B = 1 holds, whatever the rounding of the cap)
+    hi = max(min(budget_limit(t), _rate_cap(decode_s(1), prefill_s, t)), 1) + 1
     b = first_true(lambda n: failing(n) is not None, 1, hi) - 1
     return Concurrency(b, failing(b + 1) or BUDGET)
 
