@@ -21,9 +21,9 @@ except ImportError:  # Python 3.10
 PACKAGE = "tops_advisor"
 ROOT = REPO / PACKAGE
 
-# The lower layers (workload, catalog, roofline, LLM builder, recommender) and the higher ones they must never
+# The lower layers (workload, catalog, roofline, costs, LLM builder, recommender) and the higher ones they must never
 # reach, directly or through anything they import.
-LOWER = ("workload", "catalog", "roofline", "recommend", "llm")
+LOWER = ("workload", "catalog", "roofline", "costs", "recommend", "llm")
 HIGHER = ("counting", "probe", "validate", "cli", "render")
 
 def _module_name(path: Path) -> str:

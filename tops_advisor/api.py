@@ -14,6 +14,10 @@ device.
 
 Counting needs torch; everything else is pure and fast (predicting one workload on the whole catalog takes
 milliseconds).
+
+What the work costs: ``load_pricing(catalog)`` (the shipped prices, your own with ``user_prices=``, and the
+assumptions in ``CostSettings``) passed to ``recommend(..., pricing=...)`` or ``analyze_model(..., pricing=...)``;
+``docs/recommend.md`` has a capacity-planning script.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 from .accuracy import ErrorBand
 from .calibration import Calibration, find_calibration, load_calibration
 from .catalog import Catalog, Hardware, load_catalog
+from .costs import Cost, CostSettings, PriceKind, Pricing, busy_fraction, load_pricing
 from .errors import CountingError, DoesNotFitError, check_batch
 from .formatting import fmt_bytes, fmt_memory
 from .kinds import Mode
@@ -35,10 +40,10 @@ from .train.parallel import ParallelPlan
 from .train.predict import TrainingPrediction, predict_training
 from .workload import Workload
 
-__all__ = ["Calibration", "Catalog", "Hardware", "ModelAnalysis", "ModelCosts", "Prediction", "TrainSetup",
-           "TrainingAnalysis", "TrainingCosts", "TrainingPrediction", "TrainingWorkload", "Workload",
-           "analyze_model", "analyze_training", "calibration_for", "device_perf", "largest_fitting_batch",
-           "load_calibration", "load_catalog", "predict", "predict_training"]
+__all__ = ["Calibration", "Catalog", "Cost", "CostSettings", "Hardware", "ModelAnalysis", "ModelCosts", "Prediction",
+           "Pricing", "TrainSetup", "TrainingAnalysis", "TrainingCosts", "TrainingPrediction", "TrainingWorkload",
+           "Workload", "analyze_model", "analyze_training", "calibration_for", "device_perf", "largest_fitting_batch",
+           "load_calibration", "load_catalog", "load_pricing", "operating_costs", "predict", "predict_training"]
 
 _COUNT_DTYPES = ("fp32", "fp16", "bf16", "amp")   # amp: an fp32 model under autocast (counting/amp.py)
 
@@ -140,6 +145,8 @@ class ModelAnalysis:
     advice: list
     band: ErrorBand | None
     perf: object  # roofline.DevicePerf: the rates the prediction used (the roofline chart draws them)
+    costs: tuple[Cost, ...] = ()         # rented and bought, where the device has such a price
+    no_price: tuple[str, ...] = ()       # why a kind of price is missing
 
     @property
     def largest_fitting_batch(self) -> int:
@@ -164,11 +171,13 @@ class ModelAnalysis:
 
 def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", mode: str = "graph",
                   calibration: tuple[Calibration | None, str] = (None, ""), tf32_matmul: bool = False,
-                  strict: bool = False, host: HostProfile | None = None) -> ModelAnalysis:
+                  strict: bool = False, host: HostProfile | None = None, pricing: Pricing | None = None
+                  ) -> ModelAnalysis:
     """Count ``model`` (a path, a library spec or a ``counting.load_model`` result) at ``batch`` and predict
     it on ``hw``. Precisions without eager kernels (fp8, int8, ...) are counted in fp16 and rescaled; "amp" is
     counted under autocast; ``mode`` "compiled" counts inductor's kernels (docs/compiled.md). ``host``: an
-    eager host profile (``roofline/hosts.py``) priced in place of the calibration's host cost."""
+    eager host profile (``roofline/hosts.py``) priced in place of the calibration's host cost. ``pricing``
+    (``load_pricing``): what the operating point costs, rented and bought (``operating_costs``)."""
     import warnings
 
     from .accuracy import expected_error, model_family
@@ -196,7 +205,22 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
             other_workload = costs.at(batch, dtype, mode=other_mode)  # counted again only if the path differs
         other = predict(other_workload, hw, mode=other_mode, tf32_matmul=tf32_matmul, perf=perf)
     band = expected_error(model_family(workload), mode, pred.calibrated, hardware=hw, dtype=dtype)
-    return ModelAnalysis(workload, pred, other, advise(pred, hw, other), band, perf)
+    costs, no_price = operating_costs(pred, hw, pricing) if pricing is not None else ((), ())
+    return ModelAnalysis(workload, pred, other, advise(pred, hw, other), band, perf, costs, no_price)
+
+
+def operating_costs(pred: Prediction, hw: Hardware, pricing: Pricing) -> tuple[tuple[Cost, ...], tuple[str, ...]]:
+    """What one card running ``pred`` flat out costs, rented and bought (where ``hw`` has such a price), and why
+    each kind it has no price of is missing."""
+    costs, missing = [], []
+    for kind in (PriceKind.RENTAL, PriceKind.PURCHASE):
+        cost = pricing.cost(hw, kind, units_per_s=pred.throughput_per_s,
+                            busy=busy_fraction(pred.time_by_bound_s, pred.latency_s))
+        if cost is None:
+            missing.append(pricing.missing(hw, kind))
+        else:
+            costs.append(cost)
+    return tuple(costs), tuple(missing)
 
 
 def largest_fitting_batch(workload: Workload, pred: Prediction) -> int:

@@ -112,13 +112,6 @@ def fmt_optional(value: float | None, fmt: str = "{:.1f}") -> str:
     return MISSING if value is None else fmt.format(value)
 
 
-def fmt_usd(usd: float | None) -> str:
-    """US dollars: 1.5213 -> '$1.52', 0.0421 -> '$0.0421', 21.52 -> '$21.5', 1234 -> '$1,234', None -> '-'."""
-    if usd is None:
-        return MISSING
-    return f"${usd:,.0f}" if abs(usd) >= 100 else f"${usd:.3g}"
-
-
 def fmt_signed_percent(fraction: float | None) -> str:
     """A relative error: 0.25 -> '+25%', -0.031 -> '-3%', None -> '-'."""
     return MISSING if fraction is None else f"{fraction:+.0%}"
@@ -130,3 +123,13 @@ def size_name(nbytes: int) -> str:
         if nbytes >= div and nbytes % div == 0:
             return f"{nbytes // div} {unit}"
     return f"{nbytes} B"
+
+
+def fmt_dollars(usd: float | None) -> str:
+    """US dollars: cents from $1 ('$4.50', '$1,234.50'), whole dollars from $10,000 ('$24,875'), three significant
+    digits below $1 ('$0.0303'); None -> '-'."""
+    if usd is None:
+        return MISSING
+    if abs(usd) >= 9999.995:
+        return f"${usd:,.0f}"
+    return f"${usd:,.2f}" if abs(usd) >= 0.995 else f"${sig3(usd)}"

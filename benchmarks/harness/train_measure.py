@@ -1,24 +1,31 @@
 """Measure training steps (forward + loss, backward, optimizer step) of models on the local device.
 
-For each point of a plan (model, batch, precision, optimizer, mode) it builds the model fresh on the device,
-runs one first step (timed by the host clock: optimizer-state creation, cuDNN/cuBLAS setup, compilation),
-then times steps back to back with the kit's timer (``tops_advisor.probe.kit``: warm-up calls and seconds,
-CUDA events around each step, the median of the repeats, no synchronisation between steps: a training loop's
-steady state) and, inside each step, CUDA events between its three parts. Memory: the peak allocated over
-every step (``torch.cuda.max_memory_allocated`` after a reset before the model is built), what stays
+For each point of a plan (model, batch, precision, optimizer, mode) it builds the model fresh on the device
+and measures one training step with ``tops_advisor.validate.train_step`` (the code ``tops-advisor validate
+--train`` runs; its docstring is the method): the step ``count_training`` counts (the same model set-up,
+optimizer and loss), one first step timed by the host clock (optimizer-state creation, cuDNN/cuBLAS setup,
+compilation), then the kit's timer over steps back to back (``tops_advisor.probe.kit``: warm-up calls and
+seconds, CUDA events around each step, the median of the repeats, no synchronisation between steps: a
+training loop's steady state) and, inside each step, CUDA events between its three parts. Memory: the peak
+allocated over every step (``torch.cuda.max_memory_allocated`` after a reset before the model is built),
+the peak over the steps after the first (``steady_peak_bytes``: the optimizer state exists), what stays
 allocated after the steps (weights, gradients, optimizer state, inputs), and the exact bytes of weights,
 gradients and optimizer state. A line of the plan marked ``profile`` also runs two steps under
 ``torch.profiler`` at its first point, with a synchronisation after each part, and keeps the device time of
 every kernel summed by (part, outermost op, op that launched it, kernel name): not the trace.
 
-Precisions: ``fp32`` (PyTorch's defaults: TF32 off for matmul, on for cuDNN convolutions; recorded),
-``amp`` (fp32 weights, ``torch.autocast`` fp16, ``GradScaler``), ``amp-bf16`` (autocast bf16, no scaler),
-``bf16`` (weights, gradients and optimizer state in bf16). Optimizers: ``adamw`` (foreach, the default),
-``adamw-fused``, ``sgd`` (momentum 0.9, foreach). Modes: ``eager``, ``ckpt`` (eager with timm's
-``set_grad_checkpointing``), ``compile`` (``torch.compile(model)``, inductor's default mode; the optimizer
-stays eager; ``first_step_s`` holds the compilation). Loss: cross-entropy on random labels over the output's
-classes (batch, classes), tokens (batch, seq, vocab >= 1000) or pixels (batch, classes, h, w); the mean of
-the output otherwise. Inputs are the model's own random example inputs.
+Precisions (``tops_advisor.train.TRAIN_PRECISIONS``): ``fp32`` (PyTorch's defaults: TF32 off for matmul, on
+for cuDNN convolutions; recorded), ``tf32`` (TF32 on for both), ``amp`` (fp32 weights, ``torch.autocast``
+fp16, ``GradScaler``), ``amp-bf16`` (autocast bf16, no scaler), ``bf16`` (weights, gradients and optimizer
+state in bf16). Optimizers (``tops_advisor.train.OPTIMIZERS``): ``adamw`` (foreach), ``adam``, ``sgd``
+(momentum 0.9, foreach), ``adamw-fused``, ``adamw-8bit`` (bitsandbytes). Modes: ``eager``, ``ckpt`` (eager
+with the library's gradient checkpointing: timm's ``set_grad_checkpointing``, transformers'
+``gradient_checkpointing_enable``), ``compile`` (``torch.compile(model)``, inductor's default mode; the
+optimizer stays eager; ``first_step_s`` holds the compilation). Loss (``--loss``): ``counted`` (the default)
+is the loss ``count_training`` backpropagates (a model file's ``loss()``, a scalar forward, a library
+model's task loss, else the sum of the output); ``study`` is the 2026-12-01 study's (cross-entropy on random
+labels over the output's classes, tokens (vocabulary >= 1000) or pixels, the mean of the output otherwise).
+Inputs are the model's own random example inputs.
 
 A plan line: ``MODEL BATCHES PRECISIONS OPTIMIZERS MODES [profile]``, comma-separated lists, e.g.
 ``examples/resnet50.py 32,128 amp,fp32 adamw eager profile``; ``#`` starts a comment. Results are rewritten
@@ -26,7 +33,7 @@ after every point (a timeout keeps what was measured): ``train_points.json`` and
 under ``--out``, each with the environment and the command. Out of memory or a failure at one point is
 recorded and the run goes on. On the CPU (``--device cpu``) the same code runs: a plumbing test.
 
-    python benchmarks/harness/train_measure.py --plan benchmarks/studies/training-step/plan.txt --out OUT
+    python benchmarks/harness/train_measure.py --plan benchmarks/studies/training-step/plan.txt --loss study --out OUT
     python benchmarks/harness/train_measure.py --device cpu --line "examples/small_cnn.py 2 fp32 adamw eager profile" --out /tmp/t
 """
 
@@ -34,9 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
-import statistics
 import sys
 import time
 from collections import defaultdict
@@ -46,33 +51,19 @@ from pathlib import Path
 import torch
 
 from tops_advisor.counting import load_model
+from tops_advisor.counting.training.loss import Loss
 from tops_advisor.errors import one_line
-from tops_advisor.probe.kit import CpuBackend, CudaBackend, environment, is_oom
-from tops_advisor.validate.measure import cast_inputs
+from tops_advisor.probe.kit import environment, is_oom
+from tops_advisor.train import OPTIMIZERS, TRAIN_PRECISIONS, TrainSetup
+from tops_advisor.validate.train_step import TrainStep, built_step, clean, time_step, training_flags
 
 PARTS = ("forward", "backward", "optimizer")
 RANGE = "train:"                     # record_function names of the parts while profiling: train:forward, ...
 PROFILE_STEPS = 2
 COMPILE_RESERVE_S = 150.0            # a compile point starts only with this much of the time budget left
 KERNEL_NAME_CHARS = 200
-
-
-@dataclass(frozen=True)
-class Precision:
-    """How a precision trains: the weights' dtype, the autocast dtype (None: no autocast), a GradScaler."""
-
-    name: str
-    weights: str                     # a validate.measure DTYPES name: 'fp32' or 'bf16'
-    autocast: torch.dtype | None
-    scaler: bool
-
-
-PRECISIONS = {p.name: p for p in (Precision("fp32", "fp32", None, False),
-                                  Precision("amp", "fp32", torch.float16, True),
-                                  Precision("amp-bf16", "fp32", torch.bfloat16, False),
-                                  Precision("bf16", "bf16", None, False))}
-OPTIMIZERS = ("adamw", "adamw-fused", "sgd")
 MODES = ("eager", "ckpt", "compile")
+LOSSES = ("counted", "study")
 
 
 @dataclass(frozen=True)
@@ -95,8 +86,9 @@ class TrainPoint:
     optimizer: str
     mode: str
     device: str
-    loss: str = ""                   # what the loss was: cross-entropy over classes/tokens/pixels, or mean
+    loss: str = ""                   # what the loss was (--loss: the counted rule, or the study's)
     parameters: int = 0
+    trainable_parameters: int = 0
     build_s: float | None = None
     first_step_s: float | None = None   # host clock, synchronised: the first step with all its set-up
     step_s: float | None = None         # median of the timed steps (kit timer: events around each step)
@@ -111,6 +103,7 @@ class TrainPoint:
     base_bytes: int | None = None        # allocated once the model and inputs are on the device
     after_steps_bytes: int | None = None  # allocated after the timed steps: weights, grads, state, inputs
     peak_bytes: int | None = None        # max allocated over every step
+    steady_peak_bytes: int | None = None  # max allocated over the steps after the first
     peak_reserved_bytes: int | None = None
     loss_scale: tuple[float, float] | None = None   # GradScaler scale before and after the timed steps
     error: str | None = None
@@ -124,7 +117,7 @@ def parse_line(text: str) -> PlanLine | None:
     if len(words) not in (5, 6) or (len(words) == 6 and words[5] != "profile"):
         raise ValueError(f"plan line {text.strip()!r}: expected MODEL BATCHES PRECISIONS OPTIMIZERS MODES [profile]")
     lists = [tuple(w.split(",")) for w in words[1:5]]
-    for values, known, what in ((lists[1], PRECISIONS, "precision"), (lists[2], OPTIMIZERS, "optimizer"),
+    for values, known, what in ((lists[1], TRAIN_PRECISIONS, "precision"), (lists[2], OPTIMIZERS, "optimizer"),
                                 (lists[3], MODES, "mode")):
         bad = [v for v in values if v not in known]
         if bad:
@@ -136,39 +129,23 @@ def read_plan(lines: list[str]) -> list[PlanLine]:
     return [p for p in (parse_line(t) for t in lines) if p is not None]
 
 
-class Marks:
-    """Points in a step's time: CUDA events on a GPU, the host clock on the CPU."""
-
-    def __init__(self, device: str):
-        self.cuda = device == "cuda"
-
-    def mark(self):
-        if not self.cuda:
-            return time.perf_counter()
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
-        return event
-
-    def elapsed_s(self, a, b) -> float:
-        return a.elapsed_time(b) / 1e3 if self.cuda else b - a
-
-
-class Loss:
-    """Cross-entropy on random labels made at the first call for the output's shape (or the mean)."""
+class StudyLoss:
+    """The loss of the 2026-12-01 study (``--loss study``): cross-entropy on random labels made at the first
+    call for the output's shape (classes, tokens with a vocabulary of 1000 or more, pixels), else the mean."""
 
     def __init__(self):
         self.labels = None
         self.kind = ""
 
-    def __call__(self, out) -> torch.Tensor:
+    def __call__(self, out, _args) -> Loss:
         out = first_tensor(out).float()
         if self.labels is None:
             self.kind, self.labels = make_labels(out)
         if self.labels is None:
-            return out.mean()
+            return Loss(out.mean(), self.kind)
         if out.dim() == 3:
-            return torch.nn.functional.cross_entropy(out.flatten(0, 1), self.labels.flatten())
-        return torch.nn.functional.cross_entropy(out, self.labels)
+            return Loss(torch.nn.functional.cross_entropy(out.flatten(0, 1), self.labels.flatten()), self.kind)
+        return Loss(torch.nn.functional.cross_entropy(out, self.labels), self.kind)
 
 
 def first_tensor(out) -> torch.Tensor:
@@ -195,131 +172,8 @@ def make_labels(out: torch.Tensor) -> tuple[str, torch.Tensor | None]:
     return f"mean of the output {list(shape)}", None
 
 
-def make_optimizer(name: str, params) -> torch.optim.Optimizer:
-    if name == "sgd":
-        return torch.optim.SGD(params, lr=1e-2, momentum=0.9)
-    return torch.optim.AdamW(params, lr=1e-4, fused=True if name == "adamw-fused" else None)
-
-
-class TrainStep:
-    """One training step of a model on fixed inputs; each call appends its part marks to ``marks``."""
-
-    def __init__(self, model, inputs, precision: Precision, optimizer: str, device: str):
-        self.model, self.inputs, self.precision, self.device = model, inputs, precision, device
-        self.optimizer = make_optimizer(optimizer, model.parameters())
-        self.scaler = torch.amp.GradScaler(device) if precision.scaler else None
-        self.loss = Loss()
-        self.timer = Marks(device)
-        self.marks: list[tuple] = []
-        self.profiling = False
-
-    def _part(self, name: str):
-        """While profiling: a record_function range, ended by a synchronisation (kernels stay inside it)."""
-        if not self.profiling:
-            return contextlib.nullcontext()
-        stack = contextlib.ExitStack()   # exits last-in first-out: the synchronisation, then the range
-        stack.enter_context(torch.profiler.record_function(RANGE + name))
-        stack.callback(lambda: torch.cuda.synchronize() if self.device == "cuda" else None)
-        return stack
-
-    def _forward(self) -> torch.Tensor:
-        autocast = (torch.autocast(self.device, dtype=self.precision.autocast) if self.precision.autocast
-                    else contextlib.nullcontext())
-        with autocast:
-            out = self.model(**self.inputs) if isinstance(self.inputs, dict) else self.model(*self.inputs)
-            return self.loss(out)
-
-    def __call__(self) -> None:
-        self.optimizer.zero_grad(set_to_none=True)
-        m0 = self.timer.mark()
-        with self._part("forward"):
-            loss = self._forward()
-        m1 = self.timer.mark()
-        with self._part("backward"):
-            (self.scaler.scale(loss) if self.scaler else loss).backward()
-        m2 = self.timer.mark()
-        with self._part("optimizer"):
-            if self.scaler:
-                self.scaler.step(self.optimizer)
-                self.scaler.update()
-            else:
-                self.optimizer.step()
-        self.marks.append((m0, m1, m2, self.timer.mark()))
-
-    def part_medians_s(self, last: int) -> dict[str, float]:
-        """The median seconds of each part over the last ``last`` steps."""
-        spans = [[self.timer.elapsed_s(m[i], m[i + 1]) for m in self.marks[-last:]] for i in range(3)]
-        return {f"{part}_s": statistics.median(s) for part, s in zip(PARTS, spans, strict=True)}
-
-
-def tensor_bytes(tensors) -> int:
-    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
-
-
-def build(line_model: str, batch: int, precision: Precision, mode: str, device: str):
-    """The model (in train mode, at the precision's weight dtype, on the device) and its inputs."""
-    src = load_model(line_model)
-    dtype = torch.bfloat16 if precision.weights == "bf16" else torch.float32
-    try:
-        with torch.device(device):             # initialise on the device: fast for 1B parameters
-            model = src.build(meta=False)
-    except Exception:                          # a builder that needs the CPU
-        model = src.build(meta=False)
-    model = model.to(device, dtype=dtype).train()
-    if mode == "ckpt":
-        if not hasattr(model, "set_grad_checkpointing"):
-            raise ValueError(f"{line_model} has no set_grad_checkpointing (timm models do)")
-        model.set_grad_checkpointing(True)
-    if mode == "compile":
-        model = torch.compile(model)
-    with torch.device(device):
-        inputs = cast_inputs(src.inputs(batch, meta=False), precision.weights, device)
-    return model, inputs
-
-
-def memory(device: str, what: str) -> int | None:
-    if device != "cuda":
-        return None
-    return {"allocated": torch.cuda.memory_allocated, "peak": torch.cuda.max_memory_allocated,
-            "peak_reserved": torch.cuda.max_memory_reserved}[what]()
-
-
-def sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def time_steps(step: TrainStep, point: TrainPoint, args) -> None:
-    """The first step (host clock), then the kit's timer over back-to-back steps; fills ``point``."""
-    t = time.perf_counter()
-    step()
-    sync(step.device)
-    point.first_step_s = time.perf_counter() - t
-    point.loss = step.loss.kind
-    backend = CudaBackend() if step.device == "cuda" else CpuBackend()
-    scale0 = step.scaler.get_scale() if step.scaler else None
-    timing = backend.time(step, warmup=args.warmup, repeats=args.repeats, flush=False, sync_each=False,
-                          warmup_s=args.warmup_s, budget_s=args.budget_s)
-    sync(step.device)
-    point.step_s, point.step_spread_s, point.repeats = timing.median_s, (timing.min_s, timing.max_s), timing.repeats
-    for name, value in step.part_medians_s(timing.repeats).items():
-        setattr(point, name, value)
-    if step.scaler:
-        point.loss_scale = (scale0, step.scaler.get_scale())
-    params = list(step.model.parameters())
-    point.parameters = sum(p.numel() for p in params)
-    point.param_bytes = tensor_bytes(params)
-    point.grad_bytes = tensor_bytes(p.grad for p in params)
-    point.optimizer_state_bytes = sum(tensor_bytes(s.values()) for s in step.optimizer.state.values())
-    point.after_steps_bytes = memory(step.device, "allocated")
-    point.peak_bytes, point.peak_reserved_bytes = memory(step.device, "peak"), memory(step.device, "peak_reserved")
-
-
-def clean(device: str) -> None:
-    gc.collect()
-    if device == "cuda":
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
+def setup_of(precision: str, optimizer: str, mode: str) -> TrainSetup:
+    return TrainSetup(precision=precision, optimizer=optimizer, checkpointing=mode == "ckpt")
 
 
 def measure_point(line: PlanLine, batch: int, prec: str, opt: str, mode: str, args,
@@ -329,21 +183,33 @@ def measure_point(line: PlanLine, batch: int, prec: str, opt: str, mode: str, ar
     profile = None
     clean(args.device)
     torch.manual_seed(0)
+    step = None
     try:
-        t = time.perf_counter()
-        model, inputs = build(line.model, batch, PRECISIONS[prec], mode, args.device)
-        sync(args.device)
-        point.build_s, point.base_bytes = time.perf_counter() - t, memory(args.device, "allocated")
-        step = TrainStep(model, inputs, PRECISIONS[prec], opt, args.device)
-        time_steps(step, point, args)
-        if want_profile:
-            profile = {**asdict(point), **profile_steps(step)}
+        with training_flags(prec):
+            step, found = built_step(load_model(line.model), batch, setup_of(prec, opt, mode), args.device,
+                                     compile=mode == "compile", loss=StudyLoss() if args.loss == "study" else None)
+            found.update(time_step(step, repeats=args.repeats, warmup=args.warmup, warmup_s=args.warmup_s,
+                                   budget_s=args.budget_s))
+            for name, value in found.items():
+                setattr(point, name, value)
+            if want_profile:
+                profile = {**asdict(point), **profile_steps(step)}
     except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
         point.error = "out of memory" if is_oom(exc) else one_line(exc)
     finally:
-        step = model = inputs = None
+        step = None
         clean(args.device)
     return point, profile
+
+
+def _profiled_part(device: str):
+    """A record_function range around a part, ended by a synchronisation (kernels stay inside it)."""
+    def part(name: str):
+        stack = contextlib.ExitStack()   # exits last-in first-out: the synchronisation, then the range
+        stack.enter_context(torch.profiler.record_function(RANGE + name))
+        stack.callback(lambda: torch.cuda.synchronize() if device == "cuda" else None)
+        return stack
+    return part
 
 
 def profile_steps(step: TrainStep) -> dict:
@@ -351,13 +217,13 @@ def profile_steps(step: TrainStep) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if step.device == "cuda" else [])
-    step.profiling = True
+    plain, step.part = step.part, _profiled_part(step.device)
     try:
         with profile(activities=activities) as prof:
             for _ in range(PROFILE_STEPS):
                 step()
     finally:
-        step.profiling = False
+        step.part = plain
     return summarize_profile(prof.events(), PROFILE_STEPS, step.device == "cuda")
 
 
@@ -487,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup-s", type=float, default=0.3, help="and untimed steps until this many seconds")
     ap.add_argument("--budget-s", type=float, default=2.0, help="timed seconds per point, about (3 steps at least)")
     ap.add_argument("--time-budget", type=float, default=1e9, help="start no point after this many seconds")
+    ap.add_argument("--loss", choices=LOSSES, default="counted",
+                    help="counted: the loss count_training backpropagates (the default); study: the 2026-12-01 "
+                         "study's cross-entropy on random labels")
     ap.add_argument("--out", required=True, help="folder for train_points.json and train_profiles.json")
     args = ap.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():

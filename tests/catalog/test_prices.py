@@ -4,10 +4,12 @@ the message they must give, the user's own prices override the shipped ones, and
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import re
 
 import pytest
 
+from tests.conftest import make_hardware
 from tests.paths import FIXTURES
 from tops_advisor.catalog import load_catalog, shipped_catalog_dir
 from tops_advisor.catalog.prices import (
@@ -85,17 +87,26 @@ def test_every_device_has_each_kind_of_price_or_says_why_not(catalog, shipped, d
     assert report.prices or report.no_public_price
 
 
-def test_a_device_file_msrp_is_a_purchase_price_with_its_source(catalog, shipped):
+def test_a_launch_msrp_is_a_purchase_price_in_the_price_file_with_its_source(catalog, shipped):
     report = device_prices(catalog.get("rtx-4090"), shipped, today=TODAY)
     msrp = report.cheapest(PriceKind.PURCHASE)
     assert msrp.usd == 1599 and msrp.date == dt.date(2022, 10, 12) and msrp.source.key == "nvidia-rtx40-launch"
-    assert msrp.basis == "launch MSRP (device file)" and msrp.whose == "shipped"
+    assert msrp.basis == "launch MSRP" and msrp.whose == "shipped"
 
 
-def test_no_price_file_denies_a_purchase_price_its_device_file_gives(catalog, shipped):
-    for hw in catalog:
-        if hw.price_usd is not None:
-            assert PriceKind.PURCHASE not in shipped[hw.id].no_public_price, hw.id
+def test_no_shipped_device_file_holds_a_price(catalog):
+    """Prices live in price files only; the device files' price fields are kept for a user's own catalog."""
+    assert [hw.id for hw in catalog if hw.price_usd is not None or hw.price_date or hw.price_note] == []
+
+
+def test_a_user_device_file_price_is_still_a_purchase_price(tmp_path, shipped):
+    """A --catalog device file with price_usd (the old place for a launch MSRP) is read as a purchase price."""
+    hw = make_hardware(price_usd=999, price_date="2024-05-01", citations={**make_hardware().citations,
+                                                                         "price_usd": "made-up: a list price"})
+    report = device_prices(hw, shipped, today=TODAY)
+    price = report.cheapest(PriceKind.PURCHASE)
+    assert (price.usd, price.date, price.basis) == (999, dt.date(2024, 5, 1), "launch MSRP (device file)")
+    assert price.source.key == "made-up" and price.older_than_a_year(TODAY)
 
 
 def test_prices_derived_from_several_gpus_say_so(shipped):
@@ -201,3 +212,21 @@ def test_the_cheapest_price_prefers_current_ones(catalog, shipped):
     report = device_prices(catalog.get("h200-sxm"), shipped, today=TODAY)
     assert report.cheapest(PriceKind.RENTAL).provider == "Google Cloud"
     assert device_prices(catalog.get("rtx-4090"), shipped, today=TODAY).cheapest(PriceKind.PURCHASE).usd == 1599
+
+
+# --- the generated list of every price -----------------------------------------------------------------------
+
+def test_the_prices_doc_lists_every_shipped_price():
+    from tests.paths import REPO
+    from tops_advisor.catalog import Catalog, shipped_catalog_dir
+
+    spec = importlib.util.spec_from_file_location("price_table", REPO / "benchmarks" / "reports" / "price_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = (REPO / "docs" / "reports" / "prices.md").read_text(encoding="utf-8")
+    block = module.render(Catalog.from_dirs([shipped_catalog_dir()]))
+    assert module.replace_block(doc, block) == doc, (
+        "docs/reports/prices.md is stale: run python3 benchmarks/reports/price_table.py --write docs/reports/prices.md")
+    rows = [line for line in block.splitlines() if line.startswith("| ") and not line.startswith("| device")]
+    assert len(rows) == sum(len(load_price_file(p).prices) for p in PRICE_FILES)
+    assert "| rtx-4090 | purchase | 1,599 | card | NVIDIA (launch MSRP) | 2022-10-12 (stated) |" in block

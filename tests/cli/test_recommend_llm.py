@@ -52,12 +52,14 @@ def test_serving_plan_json():
     (rec,) = json.loads(r.stdout)["recommendations"]
     for key in ("concurrent_requests", "tokens_per_s_per_gpu", "replicas", "usd_per_million", "unit", "kernels",
                 "weight_dtype", "act_dtype", "kv_dtype", "ttft_ms", "time_per_output_token_ms", "kv_cache_gb",
-                "limited_by", "token_budget", "fleet_usd_per_hour", "price_source", "price_date", "price_kind"):
+                "limited_by", "token_budget", "usd_per_hour", "fleet_devices", "price_source", "price_date",
+                "price_kind"):
         assert key in rec, key
     assert rec["unit"] == "tokens" and rec["kernels"] == "fused" and rec["weight_dtype"] in ("bf16", "fp8", "int8")
     assert rec["tokens_per_s_per_request"] >= 20 and rec["ttft_ms"] <= 1000 and rec["token_budget"] == 8192
     assert rec["replicas"] == math.ceil(10 / rec["requests_per_s"])
     assert rec["usd_per_million"] > 0 and rec["price_kind"] == "rental"
+    assert rec["usd_per_hour"] == pytest.approx(rec["fleet_devices"] * rec["unit_price_usd"])
 
 
 def test_serving_table_and_requests_imply_serving():

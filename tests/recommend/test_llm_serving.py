@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import make_hardware
-from tops_advisor.catalog.prices import DevicePrice, PriceKind, PricePer
+from tops_advisor.catalog.prices import UserPrice, UserPrices
+from tops_advisor.costs import Pricing
 from tops_advisor.errors import InputError, NothingFeasibleError
 from tops_advisor.llm import load_config
 from tops_advisor.recommend import Constraints, LLMRun, ServingAsk, recommend_llm, recommend_serving
 from tops_advisor.recommend.llm import auto_dtypes
-from tops_advisor.recommend.llm_serving import _points, _usd_per_million, replicas_needed
+from tops_advisor.recommend.llm_serving import _points
 
 CITES = {**make_hardware().citations, "peer_link_bandwidth_gb_s": "made-up"}
 # 80 GB, NVLink: holds Llama-2-7B alone; has bf16, int8 but no fp8 peak
@@ -23,16 +25,8 @@ SMALL = make_hardware(id="small", memory_gb=12, peer_link="NVLink", peer_link_ba
 FP16_ONLY = make_hardware(id="old", dense_tops={"fp32": 10, "fp16": 100, "int8": 200})
 
 
-def rental(usd: float) -> DevicePrice:
-    return DevicePrice(PriceKind.RENTAL, usd, PricePer.GPU_HOUR, "Test Cloud", None, "your prices (test)",
-                       dt.date(2026, 11, 1), "read")
-
-
-def test_money_arithmetic_on_round_numbers():
-    # $2 an hour making 1000 tokens/s: 3.6 M tokens an hour -> $2 / 3.6 = $0.5556 per million
-    assert _usd_per_million(2.0, 1000.0) == pytest.approx(2 / 3.6)
-    # 10 requests/s at 4 per replica: 3 replicas; exactly 8 at 4: 2
-    assert replicas_needed(10.0, 4.0) == 3 and replicas_needed(8.0, 4.0) == 2
+# "big" rents at $2 per GPU-hour; "small" has no price
+BIG_AT_2 = Pricing({}, UserPrices(Path("test.toml"), {"big": UserPrice(usd_per_hour=2.0)}), today=dt.date(2026, 12, 1))
 
 
 def test_llm_run_precisions():
@@ -72,26 +66,28 @@ def test_fewest_devices_form_says_its_kernels_and_precision():
     assert {r.hardware: r.devices for r in res.recommendations} == {"small": 1, "big": 1}
 
 
-def serving(devices, ask: ServingAsk, c: Constraints | None = None, price_of=None, **kw):
-    return recommend_serving(load_config("llama2-7b"), devices, c or Constraints(), ask, price_of=price_of, **kw)
+def serving(devices, ask: ServingAsk, c: Constraints | None = None, pricing=None, **kw):
+    return recommend_serving(load_config("llama2-7b"), devices, c or Constraints(), ask, pricing=pricing, **kw)
 
 
 def test_serving_plan_money_and_fleet():
     ask = ServingAsk(prompt=512, generate=128, tokens_per_s=20.0, requests_per_s=25.0)
-    res = serving([BIG, SMALL], ask, price_of=lambda hw: rental(2.0) if hw.id == "big" else None)
+    res = serving([BIG, SMALL], ask, pricing=BIG_AT_2)
     by = {r.hardware: r for r in res.recommendations}
     big, small = by["big"], by["small"]
     assert big.concurrent_requests >= 1 and big.tokens_per_s_per_request >= 20.0
     assert big.tokens_per_s == pytest.approx(big.concurrent_requests / big.step_s)
     assert big.tokens_per_s_per_gpu == pytest.approx(big.tokens_per_s / big.devices)
-    assert big.usd_per_hour == pytest.approx(2.0 * big.devices) and big.unit == "tokens"
-    assert big.usd_per_million == pytest.approx(big.usd_per_hour / (big.tokens_per_s * 3600) * 1e6)
-    assert big.replicas == math.ceil(25.0 / big.requests_per_s)
+    # the fleet: the fewest replicas that complete 25 requests/s, each at $2 x its devices an hour
+    assert big.replicas == math.ceil(25.0 / big.requests_per_s) and big.requests_per_s_target == 25.0
     assert big.fleet_devices == big.replicas * big.devices
-    assert big.fleet_usd_per_hour == pytest.approx(big.replicas * big.usd_per_hour)
-    assert (big.price_kind, big.price_source, big.price_date) == ("rental", "your prices (test)", "2026-11-01")
+    assert big.usd_per_hour == pytest.approx(2.0 * big.fleet_devices) and big.unit == "tokens"
+    # per million of the tokens the fleet generates: 25 requests/s x 128 tokens
+    assert big.usd_per_million == pytest.approx(big.usd_per_hour / (25.0 * 128 * 3600) * 1e6)
+    assert (big.price_kind, big.price_source, big.price_date) == ("rental", "your prices (test.toml)", None)
     # no price: the plan stands, its money is None (never made up)
-    assert small.usd_per_million is None and small.fleet_usd_per_hour is None and small.replicas >= 1
+    assert small.usd_per_million is None and small.usd_per_hour is None and small.replicas >= 1
+    assert small.no_price_reason == "no rental price recorded for small"
     assert small.devices == 2  # 13.5 GB of bf16 weights need two 12 GB devices
 
 

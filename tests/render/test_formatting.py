@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tops_advisor.formatting import fmt_bytes, fmt_memory, fmt_ops, format_seconds
+from tops_advisor.formatting import fmt_bytes, fmt_dollars, fmt_memory, fmt_ops, format_seconds
 
 
 @pytest.mark.parametrize("seconds, text", [
@@ -25,3 +25,11 @@ def test_large_counts_use_decimal_prefixes():
     assert fmt_bytes(5.2e15) == "5.2 PB"
     assert fmt_ops(999_960) == "1 M"            # the prefix is chosen after rounding
     assert fmt_memory(41e9) == "41.0 GB" and fmt_memory(6.2e14) == "620 TB"
+
+
+@pytest.mark.parametrize("usd,text", [
+    (4.5, "$4.50"), (1234.5, "$1,234.50"), (24_875.0, "$24,875"), (0.03031, "$0.0303"), (0.996, "$1.00"),
+    (0.9949, "$0.995"), (None, "-"),
+])
+def test_dollars(usd, text):
+    assert fmt_dollars(usd) == text

@@ -17,6 +17,7 @@ from rich.console import Console
 from tests.conftest import make_hardware
 from tops_advisor.accuracy import ErrorBand
 from tops_advisor.catalog import load_catalog
+from tops_advisor.costs import load_pricing
 from tops_advisor.llm import analyze_llm, build_workload, load_config
 from tops_advisor.recommend import (
     Constraints,
@@ -25,7 +26,6 @@ from tops_advisor.recommend import (
     recommend,
     recommend_llm,
     recommend_serving,
-    rental_prices,
 )
 from tops_advisor.render import analyze as r_analyze
 from tops_advisor.render import counting as r_counting
@@ -182,21 +182,32 @@ def test_recommend_tables_fit(llama, catalog):
     def at(batch, dtype):
         return retype(build_workload(llama, phase="prefill", batch=batch, context=16), dtype)
 
-    for c in (Constraints(max_batch=4), Constraints(max_batch=4, dtypes=("fp16", "int8", "fp32"), rank_by="price")):
-        res = recommend(at, list(catalog), c)
+    pricing = load_pricing(catalog)
+    for c in (Constraints(max_batch=4), Constraints(max_batch=4, dtypes=("fp16", "int8", "fp32"), rank_by="price"),
+              Constraints(max_batch=4, dtypes=("fp16", "int8"), rank_by="cost", throughput_per_s=5e4),
+              Constraints(max_batch=4, rank_by="cost", price_kind="purchase")):
+        res = recommend(at, list(catalog), c, pricing=pricing)
         assert_table_fits(r_rec.recommendations_table(res))
+        for table in (r_rec.prices_table(res), r_rec.no_price_table(res)):
+            assert_table_fits(table)
         assert_fits(rendered(lambda out, r=res: r_rec.render_recommendations(r, out), NARROW_COLUMNS))
     res = recommend_llm(llama, list(catalog), Constraints(), tokens_per_s=60.0, ttft_s=None)
     assert res.rejected
     assert_table_fits(r_rec.llm_recommendations_table(res, "llama2-7b"))
     assert_table_fits(r_rec.rejected_table(res))
+    for kind in ("rental", "purchase"):  # ranked by cost: the money columns, the prices and the unpriced
+        res = recommend_llm(llama, list(catalog), Constraints(rank_by="cost", price_kind=kind), tokens_per_s=30.0,
+                            ttft_s=None, pricing=pricing)
+        assert res.no_price
+        assert_fits(rendered(lambda out, r=res: r_rec.render_llm_recommendations(r, "llama2-7b", out),
+                             NARROW_COLUMNS))
 
 
 def test_serving_tables_fit(llama, catalog):
     ask = ServingAsk(tokens_per_s=30.0, requests_per_s=10.0)
     some = [catalog.get(i) for i in ("a100-pcie-40gb", "h100-sxm", "rtx-4090", "l4", "jetson-agx-orin-32gb", "t4")]
     res = recommend_serving(llama, some, Constraints(), ask, run=LLMRun(dtypes=("auto",)),
-                            price_of=rental_prices(catalog))
+                            pricing=load_pricing(catalog))
     assert res.rejected and any(r.usd_per_million for r in res.recommendations)
     for width in (NARROW_COLUMNS, PIPED_WIDTH_COLUMNS):
         assert_table_fits(r_rec.serving_table(res, "llama2-7b", width), width)

@@ -8,8 +8,9 @@ publication, retrieval or snapshot date) or the day it was read (``date_kind = "
 figure that is not a plain price of one card or one GPU-hour says how it was derived in ``basis`` ("8-GPU
 instance price / 8", "system price / 8").
 
-A device file's own launch MSRP (``price_usd`` with ``price_date``) stays in the device file, where the
-recommender reads it; it is listed here as a purchase price of that file.
+Launch MSRPs are purchase prices in the price files like any other (``basis = "launch MSRP"``). A device file
+may still carry its own ``price_usd`` (with ``price_date``): no shipped one does, but a user's own ``--catalog``
+file from before price files is read here as a purchase price of that file.
 
 A user's own prices (``--prices FILE`` or ``TOPS_ADVISOR_PRICES``) are a small TOML file of ``[device-id]`` tables
 with ``usd_per_hour`` and/or ``purchase_usd``; for that run they replace the shipped prices of that kind.

@@ -83,9 +83,13 @@ class Hardware(BaseModel):
     peer_link_bandwidth_gb_s: PositiveFloat | None = Field(
         default=None, description="Total bidirectional peer bandwidth per device, GB/s, as vendors quote it.")
 
-    price_usd: PositiveFloat | None = None
-    price_date: str | None = None
-    price_note: str | None = None
+    # Prices live in price files (``prices/<id>.toml``, catalog/prices.py); no shipped device file sets these. A
+    # user's own device file may: its price_usd is read as a purchase price ("launch MSRP (device file)").
+    price_usd: PositiveFloat | None = Field(
+        default=None, description="Kept for older device files: a list price in USD per card, read as a purchase "
+                                  "price. Put prices in prices/<id>.toml instead.")
+    price_date: str | None = Field(default=None, description="Kept for older device files: ISO date of price_usd.")
+    price_note: str | None = Field(default=None, description="Kept for older device files: a note on price_usd.")
 
     dense_tops: dict[str, PositiveFloat] = Field(description="Dense peak per precision, TOPS (1e12 ops/s).")
     sparse_tops: dict[str, PositiveFloat] = Field(

@@ -7,7 +7,16 @@ from pathlib import Path
 import click
 
 from ..units import AMP, PRECISIONS, parse_precision
-from .common import console, echo_json, err_console, get_catalog, load_model_arg, model_command_options
+from .common import (
+    console,
+    cost_options,
+    echo_json,
+    err_console,
+    get_catalog,
+    get_pricing,
+    load_model_arg,
+    model_command_options,
+)
 
 
 @click.command()
@@ -29,9 +38,11 @@ from .common import console, echo_json, err_console, get_catalog, load_model_arg
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write a roofline chart (.png/.svg).")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Operators to list (N >= 1).")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know or values it must assume.")
+@cost_options
 @model_command_options
 def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calibration, eager_host, tf32, plot_path,
-            top, strict, task, seq, input_shape, catalog_dirs, as_json):
+            top, strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape, catalog_dirs,
+            as_json):
     """Predict latency, attainable TOPS and the binding limit of MODEL on one device.
 
     MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
@@ -40,7 +51,9 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
     from ..render.progress import progress
     from ..roofline.hosts import get_host_profile
 
-    hw = get_catalog(catalog_dirs).get(hardware_name)
+    catalog = get_catalog(catalog_dirs)
+    hw = catalog.get(hardware_name)
+    pricing = get_pricing(catalog, prices_file, electricity_usd_per_kwh, pue, life_years)
     if plot_path is not None:
         from ..render.plot import check_plot_path
 
@@ -50,7 +63,7 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
     with progress(f"counting {model} at batch {batch}", enabled=not as_json):
         result = analyze_model(load_model_arg(model, task, seq, input_shape), hw, batch=batch,
                                dtype=parse_precision(dtype, (*PRECISIONS, AMP)), mode=mode, calibration=cal, tf32_matmul=tf32,
-                               strict=strict, host=host)
+                               strict=strict, host=host, pricing=pricing)
     result.require_fit()   # a workload that does not fit is one line and exit 2, nothing predicted
     message = unsupported_warning(result.workload)
     if message:
@@ -67,6 +80,7 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
     from ..render.analyze import render_analysis
 
     out = console()
-    render_analysis(result.prediction, hw.name, result.advice, result.band, top, out, workload=result.workload)
+    render_analysis(result.prediction, hw.name, result.advice, result.band, top, out, workload=result.workload,
+                    costs=result.costs, no_price=result.no_price)
     if plot_path is not None:
         err_console().print(f"roofline chart written to {plot_path}")

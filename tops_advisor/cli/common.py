@@ -14,6 +14,10 @@ catalog_option = click.option(
     "--catalog", "catalog_dirs", multiple=True, type=click.Path(path_type=Path),
     help="Extra directory of device files (adds or overrides by id); repeatable. Also $TOPS_ADVISOR_CATALOG.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON only on stdout.")
+prices_option = click.option(
+    "--prices", "prices_file", type=click.Path(path_type=Path), metavar="FILE",
+    help="Your own prices: a TOML file of [device-id] tables with usd_per_hour and/or purchase_usd; they replace "
+         "the shipped prices of that kind. Also $TOPS_ADVISOR_PRICES.")
 
 MODEL_HELP = ("MODEL is a .py file (build_model/example_inputs) or a library model by name: timm:NAME, "
               "torchvision:NAME, hf:PATH_OR_ID (a config.json or directory offline, a hub id online; the "
@@ -37,6 +41,32 @@ def model_command_options(fn):
     """What every command that predicts MODEL on catalog devices takes: how a library model's inputs are built
     (``model_options``), --catalog and --json."""
     return model_options(catalog_option(json_option(fn)))
+
+
+def cost_options(fn):
+    """--prices and the assumptions behind an owned card's cost (docs/recommend.md, 'What the work costs')."""
+    for option in reversed((
+        prices_option,
+        click.option("--electricity-usd-per-kwh", "electricity_usd_per_kwh", type=float, metavar="USD",
+                     help="Electricity price for owned cards, USD per kWh (default 0.1241: EIA US commercial "
+                          "average, 2022)."),
+        click.option("--pue", type=float, help="Data-centre power usage effectiveness, >= 1 (default 1.58: Uptime "
+                                               "Institute industry average, 2023)."),
+        click.option("--life-years", type=float, metavar="YEARS",
+                     help="Years of use a purchase is paid off over (default 3)."),
+    )):
+        fn = option(fn)
+    return fn
+
+
+def get_pricing(catalog: Catalog, prices_file: Path | None, electricity_usd_per_kwh: float | None,
+                pue: float | None, life_years: float | None):
+    """The prices of this run (shipped, and the user's own) with the cost assumptions given on the command line."""
+    from ..costs import CostSettings, load_pricing
+
+    given = {k: v for k, v in (("electricity_usd_per_kwh", electricity_usd_per_kwh), ("pue", pue),
+                               ("life_years", life_years)) if v is not None}
+    return load_pricing(catalog, prices_file, CostSettings(**given))
 
 
 def load_model_arg(model: str, task: str | None, seq: int | None, input_shape: str | None):

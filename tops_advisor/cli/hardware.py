@@ -10,7 +10,7 @@ import click
 from ..catalog.schema import Segment
 from ..render.console import console
 from ..units import PEAK_KEYS
-from .common import catalog_option, echo_json, get_catalog, json_option
+from .common import catalog_option, echo_json, get_catalog, json_option, prices_option
 
 SEGMENTS = typing.get_args(Segment)
 EXIT_INVALID = 1
@@ -55,9 +55,7 @@ def list_(segment, min_memory_gb, precision, catalog_dirs, as_json):
 
 @hardware.command()
 @click.argument("device")
-@click.option("--prices", "prices_file", type=click.Path(path_type=Path), metavar="FILE",
-              help="Your own prices: a TOML file of [device-id] tables with usd_per_hour and/or purchase_usd; "
-                   "they replace the shipped prices of that kind. Also $TOPS_ADVISOR_PRICES.")
+@prices_option
 @catalog_option
 @json_option
 def show(device, prices_file, catalog_dirs, as_json):
@@ -121,10 +119,13 @@ def compare(devices, catalog_dirs, as_json):
     if as_json:
         echo_json([compare_record(hw) for hw in chosen])
         return
+    from ..catalog.prices import PriceKind, device_prices, load_prices
     from ..render.hardware_tables import compare_tables
 
+    shipped, user = load_prices(catalog)
+    purchases = {hw.id: device_prices(hw, shipped, user).cheapest(PriceKind.PURCHASE) for hw in chosen}
     out = console()
-    for table in compare_tables(chosen, out.width):
+    for table in compare_tables(chosen, out.width, purchases):
         out.print(table)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..units import PRECISIONS
-from .common import echo_json, get_catalog, load_model_arg, model_command_options
+from .common import cost_options, echo_json, get_catalog, get_pricing, load_model_arg, model_command_options
 from .llm_options import llm_precision_options, serving_options
 
 # Options that belong to one form of the command: given with the other form they would be ignored, so they are
@@ -35,20 +35,30 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices", "weight
               help=f"One of {', '.join(PRECISIONS)}, several comma-separated, or 'auto'.")
 @click.option("--segment", help="edge, workstation or datacenter.")
 @click.option("--max-power", help="Maximum board power, e.g. 60W.")
-@click.option("--max-price", type=float, help="Maximum list price in USD.")
+@click.option("--max-price", type=float, help="Maximum purchase price of one card in USD.")
 @click.option("--hardware", "-H", "hardware_names", multiple=True, help="Limit to these devices; repeatable.")
 @click.option("--mode", type=click.Choice(["graph", "eager", "compiled"]), default="graph", show_default=True,
               help="graph: CUDA-graph replay; eager: eager PyTorch; compiled: torch.compile + CUDA graph.")
-@click.option("--rank-by", type=click.Choice(["efficiency", "latency", "throughput", "price"]),
-              default="efficiency", show_default=True, help="efficiency = samples/s per watt of TDP.")
+@click.option("--rank-by", type=click.Choice(["efficiency", "latency", "throughput", "price", "cost"]),
+              default="efficiency", show_default=True,
+              help="efficiency = samples/s per watt of TDP; price = samples/s per 1000 USD of purchase price; "
+                   "cost = cheapest per million samples, or generated tokens with --llm (with --throughput, or "
+                   "--requests-per-s with --llm: the whole fleet's cost).")
+@click.option("--rent/--buy", "rent", default=True, show_default=True,
+              help="Costs from rental prices (USD per GPU-hour) or from buying (purchase over --life-years plus "
+                   "electricity).")
+@click.option("--budget", type=float, metavar="USD",
+              help="Most the fleet may cost: USD per hour rented (--rent), or USD up front bought (--buy).")
 @click.option("--top", type=click.IntRange(min=1), help="Show only the best N (N >= 1).")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even where a calibration exists.")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know.")
+@cost_options
 @model_command_options
 @click.pass_context
 def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_devices, latency, throughput, batch,
-              dtype, segment, max_power, max_price, hardware_names, mode, rank_by, top, no_calibration, strict,
-              task, seq, input_shape, catalog_dirs, as_json, **llm_options):
+              dtype, segment, max_power, max_price, hardware_names, mode, rank_by, rent, budget, top, no_calibration,
+              strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape, catalog_dirs,
+              as_json, **llm_options):
     """Rank the devices that run MODEL, or an LLM (--llm), within the targets.
 
     MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
@@ -68,15 +78,18 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
         latency_s=parse_latency_s(latency) if latency else None, throughput_per_s=throughput, batch=batch,
         dtypes=dtypes, segment=segment.lower() if segment else None,
         max_power_w=parse_power_w(max_power) if max_power else None, max_price_usd=max_price,
-        hardware=limit, mode=mode, rank_by=rank_by, top=top)
+        hardware=limit, mode=mode, rank_by=rank_by, top=top, price_kind="rental" if rent else "purchase",
+        budget_usd=budget)
+    pricing = get_pricing(catalog, prices_file, electricity_usd_per_kwh, pue, life_years)
     if llm_config:
         return _recommend_llm(llm_config, c, tokens_per_s, ttft, batch, prompt, generate, max_devices, catalog,
-                              no_calibration, as_json, dtype=dtype if _given(ctx, ("dtype",)) else None, **llm_options)
+                              no_calibration, as_json, pricing, dtype=dtype if _given(ctx, ("dtype",)) else None,
+                              **llm_options)
     with progress(f"counting {model} (batches 1 and 2)", enabled=not as_json):
         costs = ModelCosts(load_model_arg(model, task, seq, input_shape), strict=strict, mode=mode)
     with progress(f"predicting {costs.model_path} on {len(limit) or len(catalog)} devices", enabled=not as_json):
         res = run_recommend(costs.at, list(catalog), c,
-                            calibration_of=lambda hw: calibration_for(hw, use=not no_calibration))
+                            calibration_of=lambda hw: calibration_for(hw, use=not no_calibration), pricing=pricing)
     if as_json:
         from ..render.json_units import to_json
 
@@ -91,7 +104,8 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
     """The options among ``names`` the user set (on the command line or through the environment)."""
     from click.core import ParameterSource
 
-    return [f"--{n.replace('_', '-')}" for n in names
+    flags = {"rent": "--rent/--buy"}   # a flag pair: one parameter
+    return [flags.get(n, f"--{n.replace('_', '-')}") for n in names
             if ctx.get_parameter_source(n) not in (None, ParameterSource.DEFAULT)]
 
 
@@ -114,12 +128,12 @@ def _check_form(ctx: click.Context, model: Path | None, llm_config: str | None) 
 
 
 def _recommend_llm(config, c, tokens_per_s, ttft, batch, prompt, generate, max_devices, catalog, no_calibration,
-                   as_json, *, dtype, weight_dtype, act_dtype, kv_dtype, kernels, serving, requests_per_s,
+                   as_json, pricing, *, dtype, weight_dtype, act_dtype, kv_dtype, kernels, serving, requests_per_s,
                    max_batched_tokens):
     from ..api import calibration_for
     from ..errors import InputError
     from ..llm import load_config
-    from ..recommend import LLMRun, ServingAsk, recommend_llm, recommend_serving, rental_prices
+    from ..recommend import LLMRun, ServingAsk, recommend_llm, recommend_serving
     from ..recommend.llm import AUTO
     from ..render.console import console
     from ..render.progress import progress
@@ -144,10 +158,10 @@ def _recommend_llm(config, c, tokens_per_s, ttft, batch, prompt, generate, max_d
     with progress(f"planning {getattr(cfg, 'name', config)} on {len(c.hardware) or len(catalog)} device kinds",
                   enabled=not as_json):
         res = recommend_serving(cfg, list(catalog), c, ask, max_devices=max_devices, calibration_of=calibration_of,
-                                run=run, price_of=rental_prices(catalog)) if serving else \
+                                run=run, pricing=pricing) if serving else \
             recommend_llm(cfg, list(catalog), c, tokens_per_s=tokens_per_s, ttft_s=ttft_s, batch=batch or 1,
                           prompt=prompt, generate=generate, max_devices=max_devices, calibration_of=calibration_of,
-                          run=run)
+                          run=run, pricing=pricing)
     warnings = list(getattr(cfg, "warnings", ()))  # config keys that may change cost but are not modelled
     if as_json:
         from ..render.json_units import to_json

@@ -9,12 +9,12 @@ one ranker (``ranking.py``) and return a ``RecommendResult`` (``results.py``) in
 from ..errors import NothingFeasibleError
 from .constraints import AUTO_DTYPES, RANK_BY, SEGMENTS, Constraints
 from .llm import LLMPlan, LLMRun, plan_llm, recommend_llm
-from .llm_serving import ServingAsk, recommend_serving, rental_prices
+from .llm_serving import ServingAsk, recommend_serving
 from .models import recommend
 from .results import LLMRecommendation, LLMServingRecommendation, Recommendation, RecommendResult, Rejection
 
 __all__ = [
     "AUTO_DTYPES", "RANK_BY", "SEGMENTS", "Constraints", "LLMPlan", "LLMRecommendation", "LLMRun",
     "LLMServingRecommendation", "NothingFeasibleError", "RecommendResult", "Recommendation", "Rejection",
-    "ServingAsk", "plan_llm", "recommend", "recommend_llm", "recommend_serving", "rental_prices",
+    "ServingAsk", "plan_llm", "recommend", "recommend_llm", "recommend_serving",
 ]

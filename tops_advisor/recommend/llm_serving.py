@@ -2,17 +2,18 @@
 requests one replica serves at once with continuous batching and chunked prefill (``llm/serving.py``); each
 kind's best plan, ranked; with a request rate, the replicas and the fleet's cost.
 
-Money: a replica costs its devices' rental price per GPU-hour (the cheapest current one, ``catalog/prices.py``);
-``usd_per_million`` is that over the generated tokens it produces in an hour (``_usd_per_million``)."""
+Money (``costs``): a replica's devices rented per GPU-hour, or bought (paid off over the years of use, plus the
+electricity at the load they serve), as ``Constraints.price_kind`` says; ``usd_per_million`` is that over the
+generated tokens served in an hour. With a request rate, ``costs.fleet_for`` gives the replicas and the cost is
+the fleet's, each replica running its share of the rate."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from ..catalog import Hardware
-from ..catalog.prices import DevicePrice, PriceKind, device_prices, load_prices
+from ..costs import Pricing, fleet_for
 from ..errors import InputError, UnsupportedPrecisionError
 from ..llm.analysis import DEFAULT_CONTEXT, DEFAULT_GENERATE, PhaseRunner, link_for_or_none
 from ..llm.engines import KernelSetup
@@ -31,34 +32,30 @@ from ..llm.serving import (
 )
 from ..units import format_seconds
 from .constraints import Constraints
-from .llm import LLMRun, nothing_error, rejection
-from .ranking import candidates, rank
-from .results import LLMServingRecommendation, RecommendResult, Rejection
+from .llm import LLMRun, plan_choice, rank_llm, ranking_note, rejection, token_costs
+from .models import purchase_price
+from .ranking import candidates, require_pricing
+from .results import LLMServingRecommendation, RecommendResult
 
-SECONDS_PER_HOUR = 3600.0
-
-# rank_by -> score of a serving plan (larger is better); cost: the cheapest fleet (with a request rate) or the
-# cheapest million tokens, unpriced plans last
+# rank_by -> score of a serving plan (larger is better); price and cost rank priced plans only (the others are
+# listed under no_price). Cost: the cheapest million generated tokens (with a request rate, every fleet serves
+# the same tokens, so that is also the cheapest fleet).
 SCORES: dict[str, Callable[[LLMServingRecommendation], float]] = {
     "efficiency": lambda r: r.tokens_per_s_per_watt,
     "latency": lambda r: -r.step_s,
     "throughput": lambda r: r.tokens_per_s_per_gpu,
-    "price": lambda r: r.tokens_per_s / r.price_usd if r.price_usd else -1.0,
-    "cost": lambda r: -(r.fleet_usd_per_hour if r.replicas is not None else r.usd_per_million)
-    if r.usd_per_hour is not None else -math.inf,
+    "price": lambda r: r.tokens_per_s / r.price_usd,
+    "cost": lambda r: -r.usd_per_million,
 }
 SCORE_TEXT = {"efficiency": "tokens/s per watt of TDP", "latency": "shortest step", "throughput": "tokens/s per GPU",
-              "price": "tokens/s per 1000 USD of list price", "cost": "USD per million tokens, rented"}
-
-
-def _usd_per_million(usd_per_hour: float, tokens_per_s: float) -> float:
-    """US dollars per million tokens of a machine costing ``usd_per_hour`` that makes ``tokens_per_s``."""
-    return usd_per_hour / (tokens_per_s * SECONDS_PER_HOUR) * 1e6
-
-
-def replicas_needed(requests_per_s: float, per_replica: float) -> int:
-    """Replicas that together complete ``requests_per_s``, each completing ``per_replica`` requests/s."""
-    return math.ceil(requests_per_s / per_replica - 1e-9)
+              "price": "tokens/s per 1000 USD of purchase price"}
+# rank_by -> how one device's plans are compared: a device without a price gets the plan the throughput ranking
+# gives it, never one of its own
+CHOICE: dict[str, Callable[[LLMServingRecommendation], object]] = {
+    **SCORES,
+    "price": lambda r: (r.tokens_per_s / r.price_usd if r.price_usd else 0.0, r.tokens_per_s_per_gpu),
+    "cost": lambda r: (-r.usd_per_million if r.usd_per_million is not None else 0.0, r.tokens_per_s_per_gpu),
+}
 
 
 @dataclass(frozen=True)
@@ -87,13 +84,6 @@ class ServingAsk:
                               tokens_per_s=self.tokens_per_s, ttft_s=self.ttft_s)
 
 
-def rental_prices(catalog) -> Callable[[Hardware], DevicePrice | None]:
-    """The cheapest current rental price per GPU-hour of each device (the user's own prices first:
-    ``TOPS_ADVISOR_PRICES``), or None."""
-    shipped, user = load_prices(catalog)
-    return lambda hw: device_prices(hw, shipped, user).cheapest(PriceKind.RENTAL)
-
-
 def _why_none(point: ServingPoint, hw: Hardware, t: ServingTargets) -> str:
     """Why not even one request fits the targets on this replica."""
     n = point.tp
@@ -110,16 +100,11 @@ def _why_none(point: ServingPoint, hw: Hardware, t: ServingTargets) -> str:
     return f"{at}: {point.limited_by}"
 
 
-def _recommendation(hw: Hardware, point: ServingPoint, k: KernelSetup, ask: ServingAsk,
-                    price: DevicePrice | None, calibrated: bool) -> LLMServingRecommendation:
+def _recommendation(hw: Hardware, point: ServingPoint, k: KernelSetup, ask: ServingAsk, c: Constraints,
+                    pricing: Pricing | None, calibrated: bool) -> LLMServingRecommendation:
     n, rate = point.tp, point.tokens_per_s
-    per_hour = price.usd * n if price else None
-    replicas = replicas_needed(ask.requests_per_s, point.requests_per_s) if ask.requests_per_s else None
-    source = None
-    if price is not None:
-        source = price.whose if price.source is None else \
-            f"{price.provider + ': ' if price.provider else ''}{price.source.title}" + \
-            (f" ({price.source.url})" if price.source.url else "")
+    fleet = fleet_for(point.requests_per_s, ask.requests_per_s)
+    price = purchase_price(pricing)(hw)
     return LLMServingRecommendation(
         hardware=hw.id, devices=n, concurrent_requests=point.concurrent_requests, limited_by=point.limited_by,
         tokens_per_s_per_request=point.tokens_per_s_per_request, tokens_per_s=rate,
@@ -129,13 +114,11 @@ def _recommendation(hw: Hardware, point: ServingPoint, k: KernelSetup, ask: Serv
         kv_cache_bytes=point.memory.kv_cache_bytes, memory_required_bytes=point.memory.total_bytes,
         bound=point.bound, kernels=k.label, weight_dtype=k.precision.weight, act_dtype=k.precision.act,
         kv_dtype=k.precision.kv, total_tdp_w=n * hw.tdp_w, tokens_per_s_per_watt=rate / (n * hw.tdp_w),
-        price_usd=n * hw.price_usd if hw.price_usd else None, usd_per_hour=per_hour,
-        usd_per_million=_usd_per_million(per_hour, rate) if per_hour else None,
-        price_kind=PriceKind.RENTAL.value if price else None, price_source=source,
-        price_date=price.date.isoformat() if price and price.date else None, replicas=replicas,
-        fleet_devices=replicas * n if replicas else None,
-        fleet_usd_per_hour=replicas * per_hour if replicas and per_hour else None, calibrated=calibrated,
-        why=f"{n} x {hw.id}: {point.concurrent_requests} requests at once (then {point.limited_by})")
+        price_usd=n * price if price else None, requests_per_s_target=ask.requests_per_s,
+        fleet_devices=fleet.replicas * n, calibrated=calibrated,
+        why=f"{n} x {hw.id}: {point.concurrent_requests} requests at once (then {point.limited_by})",
+        **token_costs(hw, c, pricing, devices=n, tokens_per_s=fleet.served_per_s * point.generate,
+                      replicas=fleet.replicas, load=fleet.load))
 
 
 def _points(cfg, hw: Hardware, k: KernelSetup, t: ServingTargets, c: Constraints, cal,
@@ -158,41 +141,47 @@ def _points(cfg, hw: Hardware, k: KernelSetup, t: ServingTargets, c: Constraints
     return found, why
 
 
-def _serve_on(hw: Hardware, cfg, c: Constraints, run: LLMRun, ask: ServingAsk, calibration_of, price_of,
-              max_devices: int) -> LLMServingRecommendation | Rejection:
-    """The best serving plan of kind ``hw`` over the precisions and tensor-parallel degrees tried."""
+def _serve_on(hw: Hardware, cfg, c: Constraints, run: LLMRun, ask: ServingAsk, calibration_of,
+              pricing: Pricing | None, max_devices: int):
+    """The best serving plan of kind ``hw`` over the precisions and tensor-parallel degrees tried (a
+    ``LLMServingRecommendation``), or why none serves one request (a ``Rejection``)."""
     cal, source = calibration_of(hw) if calibration_of else (None, "")
-    price = price_of(hw) if price_of else None
     t = ask.targets(hw)
     best, reasons = None, []
+    choice = plan_choice(c, CHOICE)
     for k in run.setups(hw, cal, source):
         points, why = _points(cfg, hw, k, t, c, cal, max_devices)
         if not points:
             reasons.append((k.precision, why))
         for point in points:
-            rec = _recommendation(hw, point, k, ask, price, cal is not None)
-            if best is None or SCORES[c.rank_by](rec) > SCORES[c.rank_by](best):
+            rec = _recommendation(hw, point, k, ask, c, pricing, cal is not None)
+            if best is None or choice(rec) > choice(best):
                 best = rec
     return best or rejection(hw, reasons)
 
 
 def recommend_serving(cfg, devices: Iterable[Hardware], c: Constraints, ask: ServingAsk, *,
                       max_devices: int = NVLINK_NODE_GPUS, calibration_of=None, run: LLMRun | None = None,
-                      price_of: Callable[[Hardware], DevicePrice | None] | None = None) -> RecommendResult:
+                      pricing: Pricing | None = None) -> RecommendResult:
     """Serving plans with continuous batching: for each device kind the precision (of those ``run`` tries) and
     tensor-parallel degree (up to ``max_devices``) whose replica ranks best by ``c.rank_by``, at the most
-    concurrent requests that meet ``ask``; ``price_of(hw)``: a rental price per GPU-hour, or None."""
+    concurrent requests that meet ``ask``. ``pricing`` (``costs.load_pricing(catalog)``) gives each plan its cost,
+    rented or bought as ``c.price_kind`` says (with ``ask.requests_per_s``, the fleet's); price, cost and a
+    budget need it."""
+    require_pricing(c, pricing)
     run = run or LLMRun()
     c = replace(c, dtypes=(run.dtype_text,))  # what the LLM run tries, as the constraints say it
     check_lengths(cfg, ask.targets(None))
-    kept, rejected = candidates(devices, c)
-    recs, rejected = rank(kept, rejected, c,
-                          lambda hw: _serve_on(hw, cfg, c, run, ask, calibration_of, price_of, max_devices),
-                          SCORES, nothing_error(c, run))
+    kept, rejected = candidates(devices, c, purchase_price(pricing))
+    recs, rejected, no_price = rank_llm(
+        kept, rejected, c, lambda hw: _serve_on(hw, cfg, c, run, ask, calibration_of, pricing, max_devices),
+        SCORES, run, pricing)
     budget = f"{ask.token_budget}" if ask.token_budget else "vLLM's default (8192 or 2048)"
-    notes = [f"ranked by {c.rank_by} ({SCORE_TEXT[c.rank_by]})",
+    notes = [ranking_note(c, pricing, SCORE_TEXT),
              f"prompt {ask.prompt} + generate {ask.generate} tokens; {budget} tokens per step",
              f"mode {c.mode}; kernels {run.kernels}"]
-    if any(r.usd_per_million is not None for r in recs):
-        notes.append("$ per M generated tokens, rented at the cheapest current GPU-hour price")
-    return RecommendResult(recommendations=recs, rejected=rejected, constraints=c, notes=tuple(notes))
+    if ask.requests_per_s:
+        notes.append(f"{ask.requests_per_s:g} requests/s in total: each device kind runs as many replicas as it "
+                     "needs, and the costs are the whole fleet's")
+    return RecommendResult(recommendations=recs, rejected=rejected, no_price=no_price, constraints=c,
+                           notes=tuple(notes))

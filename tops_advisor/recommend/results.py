@@ -1,8 +1,11 @@
 """What the recommender returns, in base units (seconds, bytes, ops/s): one device at its operating point
 (``Recommendation``), the fewest devices of a kind for an LLM (``LLMRecommendation``), an LLM serving plan
-(``LLMServingRecommendation``), a device ruled out
-(``Rejection``) and the ranked whole (``RecommendResult``). The ``--json`` keys in ms, TOPS and GB are made in
-``render/json_units.py``."""
+(``LLMServingRecommendation``), a device ruled out (``Rejection``) and the ranked whole (``RecommendResult``).
+The ``--json`` keys in ms, TOPS and GB are made in ``render/json_units.py``.
+
+Money (``CostFields``, on every recommendation, models' and LLMs'): ``usd_per_hour`` of all its devices,
+``usd_per_million`` ``unit`` of work (samples, or generated tokens), and the price behind them (``price_kind``, ``price_source``, ``price_date``); all None where
+the device has no price of the kind asked for, with ``no_price_reason`` saying why."""
 
 from __future__ import annotations
 
@@ -12,16 +15,48 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, computed_field, field_serializer
 
 from ..accuracy import ErrorBand
+from ..costs import Cost
 from .constraints import Constraints
 
 # A tuple in the model (frozen), a list in its dump (JSON's shape).
 Lines = Annotated[tuple[str, ...], PlainSerializer(list, return_type=list)]
 
 
-class Recommendation(BaseModel):
-    """One device at its best operating point."""
+class CostFields(BaseModel):
+    """What an operating point costs (``costs.Cost``), flat, with the price it comes from."""
 
     model_config = ConfigDict(frozen=True)
+
+    replicas: int = 1                            # devices running the operating point side by side
+    usd_per_hour: float | None = None            # all replicas
+    usd_per_million: float | None = None         # per million ``unit`` of the work served
+    unit: str = "samples"
+    price_kind: str | None = None                # "rental" or "purchase"
+    unit_price_usd: float | None = None          # one device's price: per GPU-hour (rental) or per card
+    price_provider: str | None = None            # who rents or sells it, or "your prices (FILE)"
+    price_source: str | None = None              # provider and source title, or "your prices (FILE)"
+    price_date: str | None = None                # ISO date of the price (None for the user's own)
+    price_basis: str | None = None               # how a derived price was derived ("8-GPU instance / 8", ...)
+    price_older_than_a_year: bool | None = None
+    up_front_usd: float | None = None            # purchase: all replicas' cards
+    energy_usd_per_hour: float | None = None     # purchase: all replicas' electricity, PUE included
+    amortisation_usd_per_hour: float | None = None  # purchase: all replicas' cards over the years of use
+    power_w: float | None = None                 # purchase: one card's board power under the predicted load
+    no_price_reason: str | None = None           # why the costs are None
+
+    @staticmethod
+    def of(cost: Cost) -> dict:
+        """The fields of ``cost`` (``costs.Pricing.cost``), to pass to a model built on these fields."""
+        return {"usd_per_hour": cost.usd_per_hour, "usd_per_million": cost.usd_per_million, "unit": cost.unit,
+                "price_kind": cost.kind.value, "unit_price_usd": cost.price.usd, "price_provider": cost.provider,
+                "price_source": cost.source, "price_date": cost.date, "price_basis": cost.price.basis,
+                "price_older_than_a_year": cost.older_than_a_year, "up_front_usd": cost.up_front_usd,
+                "energy_usd_per_hour": cost.energy_usd_per_hour,
+                "amortisation_usd_per_hour": cost.amortisation_usd_per_hour, "power_w": cost.power_w}
+
+
+class Recommendation(CostFields):
+    """One device at its best operating point."""
 
     hardware: str
     name: str
@@ -36,8 +71,8 @@ class Recommendation(BaseModel):
     tdp_w: float
     tops_per_watt: float             # attainable TOPS per watt of TDP
     throughput_per_watt: float
-    price_usd: float | None
-    throughput_per_kusd: float | None  # samples/s per 1000 USD
+    price_usd: float | None            # purchase price of one card (the cheapest current one)
+    throughput_per_kusd: float | None  # samples/s per 1000 USD of that price
     headroom: float | None           # latency target / predicted latency (>= 1 meets it)
     calibrated: bool
     memory_required_bytes: float
@@ -45,10 +80,9 @@ class Recommendation(BaseModel):
     expected_error: ErrorBand | None = None  # accuracy.expected_error's band for this model family, mode, calibration
 
 
-class LLMRecommendation(BaseModel):
-    """The fewest devices of one kind for an LLM."""
-
-    model_config = ConfigDict(frozen=True)
+class LLMRecommendation(CostFields):
+    """The fewest devices of one kind for an LLM; its costs per million generated tokens (``unit`` "tokens") of
+    ``burst_prompts`` requests served together, prefill and decode (``tokens_per_s_served``)."""
 
     hardware: str
     devices: int                 # tensor-parallel degree needed
@@ -68,13 +102,14 @@ class LLMRecommendation(BaseModel):
     kv_dtype: str = "bf16"
     ttft_kind: str = "burst"     # TTFT is the prefill of burst_prompts prompts in one pass
     burst_prompts: int = 1
+    tokens_per_s_served: float | None = None  # generated tokens/s of all burst_prompts requests, prefill included
+    unit: str = "tokens"         # what usd_per_million counts: generated tokens
 
 
-class LLMServingRecommendation(BaseModel):
+class LLMServingRecommendation(CostFields):
     """One replica (``devices`` of one kind, tensor parallel) serving with continuous batching at the most
-    concurrent requests that keep the targets (``llm/serving.py`` says how each number is priced)."""
-
-    model_config = ConfigDict(frozen=True)
+        concurrent requests that keep the targets (``llm/serving.py`` says how each number is priced). Its costs are
+    those of ``replicas`` such replicas (one without a request rate), per million generated tokens."""
 
     hardware: str
     devices: int                      # per replica: the tensor-parallel degree
@@ -100,16 +135,10 @@ class LLMServingRecommendation(BaseModel):
     kv_dtype: str
     total_tdp_w: float                # the replica's devices
     tokens_per_s_per_watt: float      # generated tokens/s per watt of the replica's TDP
-    price_usd: float | None           # list price of the replica's devices
-    usd_per_hour: float | None        # the replica, rented
-    usd_per_million: float | None     # per million generated tokens, rented
-    unit: str = "tokens"              # what usd_per_million counts
-    price_kind: str | None = None     # rental
-    price_source: str | None = None
-    price_date: str | None = None
-    replicas: int | None = None       # to serve requests_per_s_target (None: no rate asked)
-    fleet_devices: int | None = None
-    fleet_usd_per_hour: float | None = None
+    price_usd: float | None           # purchase price of the replica's devices
+    requests_per_s_target: float | None = None  # the rate the fleet serves (--requests-per-s; None: not asked)
+    fleet_devices: int = 1            # replicas x devices
+    unit: str = "tokens"              # what usd_per_million counts: generated tokens
     calibrated: bool = False
     why: str = ""
 
@@ -124,12 +153,16 @@ class Rejection(BaseModel):
 
 class RecommendResult(BaseModel):
     """Ranked devices (``Recommendation``; for ``recommend --llm`` ``LLMRecommendation``, or
-    ``LLMServingRecommendation`` for its serving plans) and the rest with why. ``notes``: how they were ranked, and what the counts left out (operators counted as zero)."""
+    ``LLMServingRecommendation`` for its serving plans) and the rest with why: ``rejected`` (fails a target, a
+    filter or the budget) and ``no_price`` (meets the targets, but a ranking by price or cost cannot rank a device
+    without a price of that kind). ``notes``: how they were ranked, and what the counts left out (operators
+    counted as zero)."""
 
     model_config = ConfigDict(frozen=True)
 
     recommendations: list[Recommendation] | list[LLMRecommendation] | list[LLMServingRecommendation]
     rejected: list[Rejection]
+    no_price: list[Rejection] = []
     constraints: Constraints
     notes: Lines = ()
 

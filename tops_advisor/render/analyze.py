@@ -7,7 +7,8 @@ from collections import defaultdict
 from rich.table import Table
 
 from ..accuracy import ErrorBand
-from ..formatting import fmt_bytes, fmt_memory, fmt_number, fmt_ops, fmt_tops, format_seconds
+from ..costs import Cost, PriceKind
+from ..formatting import fmt_bytes, fmt_dollars, fmt_memory, fmt_number, fmt_ops, fmt_tops, format_seconds
 from ..kinds import Bound, Mode
 from ..roofline import Prediction
 from .tables import FittedTable, bullet, name_column, new_table, number_column, word_column
@@ -39,7 +40,23 @@ def time_line(pred: Prediction) -> str:
     return text
 
 
-def summary_table(pred: Prediction, hw_name: str) -> Table:
+def cost_text(cost: Cost) -> str:
+    """'$2.69/h, $0.0995 per M samples; RunPod (Community Cloud) $2.69/GPU-h, 2026-11-09' (rented), or what a bought
+    card's hour is made of (the purchase paid off, the electricity its load draws) and the price it comes from."""
+    p = cost.price
+    if cost.kind == PriceKind.RENTAL:
+        head, price = f"{fmt_dollars(cost.usd_per_hour)}/h", f"${p.usd:,.4g}/GPU-h"
+    else:
+        head = (f"{fmt_dollars(cost.usd_per_hour)}/h = {fmt_dollars(cost.amortisation_usd_per_hour)}/h paying off "
+                f"the card + {fmt_dollars(cost.energy_usd_per_hour)}/h for {cost.power_w:,.0f} W of electricity")
+        price = f"${p.usd:,.0f}/card"
+    date = f", {cost.date}" + (" (older than a year)" if cost.older_than_a_year else "") if cost.date else ""
+    return (f"{head}; {fmt_dollars(cost.usd_per_million)} per M {cost.unit}; price {price} from "
+            f"{cost.provider or cost.source}{date}")
+
+
+def summary_table(pred: Prediction, hw_name: str, costs: tuple[Cost, ...] = (), no_price: tuple[str, ...] = ()
+                  ) -> Table:
     t = FittedTable(title=f"{pred.workload} on {hw_name}", show_header=False, title_justify="left", box=None,
                     padding=(0, 1, 0, 0))
     t.add_column(style="bold", no_wrap=True)
@@ -56,6 +73,8 @@ def summary_table(pred: Prediction, hw_name: str) -> Table:
         ("memory", f"{fmt_memory(pred.memory_required_bytes)} needed of {fmt_bytes(pred.memory_capacity_bytes)}: "
                    + ("fits" if pred.fits_memory else "does not fit")),
     ]
+    rows += [("rented" if c.kind == PriceKind.RENTAL else "bought", cost_text(c)) for c in costs]
+    rows += [("cost", why) for why in no_price]
     for k, v in rows:
         t.add_row(k, v)
     return t
@@ -113,11 +132,11 @@ def relevant_assumptions(pred: Prediction) -> list[str]:
 
 
 def render_analysis(pred: Prediction, hw_name: str, advice: list[str], band: ErrorBand | None, top: int, out,
-                    workload=None) -> None:
-    """``analyze``'s output on the rich console ``out``: summary, error band, time by kind, top operators,
-    advice, the assumptions that bear on this prediction, and the counted ``workload``'s notes and assumed
-    values."""
-    out.print(summary_table(pred, hw_name))
+                    workload=None, costs: tuple[Cost, ...] = (), no_price: tuple[str, ...] = ()) -> None:
+    """``analyze``'s output on the rich console ``out``: summary (with what the operating point costs, rented and
+    bought, where the device has such prices), error band, time by kind, top operators, advice, the assumptions
+    that bear on this prediction, and the counted ``workload``'s notes and assumed values."""
+    out.print(summary_table(pred, hw_name, costs, no_price))
     if band:
         bullet(out, band.text, mark=" ", style="dim")
     out.print()

@@ -7,7 +7,7 @@ GB (1e9 bytes): the units the datasheets print, so a reader can check a cell aga
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ..catalog import Hardware, Source
 from ..catalog.prices import DevicePrice, PriceKind, PriceReport
@@ -89,8 +89,10 @@ def _pcie(hw: Hardware) -> str:
     return hw.host_interface or MISSING
 
 
-def compare_rows(devices: Sequence[Hardware]) -> list[list[str]]:
+def compare_rows(devices: Sequence[Hardware], purchases: Mapping[str, DevicePrice | None] | None = None
+                 ) -> list[list[str]]:
     """The key-parameter table: one row per parameter, one column per device (first cell = parameter).
+    ``purchases``: each device's purchase price (the cheapest current one of its price file), with its date.
 
     For every precision any device has: the dense peak, the 2:4-sparse peak, dense TOPS per watt and the
     dense ridge point (ops/byte), so sparse marketing figures never stand in for dense ones. The sparse row is
@@ -116,14 +118,14 @@ def compare_rows(devices: Sequence[Hardware]) -> list[list[str]]:
             rows.append([f"{p} 2:4 sparse TOPS", *(fmt_number(hw.sparse_tops.get(p)) for hw in devices)])
         rows.append([f"{p} dense TOPS/W", *(fmt_ratio(hw.tops_per_watt(p)) for hw in devices)])
         rows.append([f"{p} ridge ops/byte", *(fmt_ratio(ridge_ops_per_byte(hw, p)) for hw in devices)])
-    rows.append(["list price USD", *(_price(hw) for hw in devices)])
+    rows.append(["purchase price USD", *(_price((purchases or {}).get(hw.id)) for hw in devices)])
     return rows
 
 
-def _price(hw: Hardware) -> str:
-    if hw.price_usd is None:
+def _price(p: DevicePrice | None) -> str:
+    if p is None:
         return MISSING
-    return f"{hw.price_usd:,.0f}" + (f" ({hw.price_date})" if hw.price_date else "")
+    return fmt_usd(p.usd) + (f" ({p.date.isoformat()})" if p.date else "")
 
 
 _SHOW_FIELDS: tuple[tuple[str, str], ...] = (

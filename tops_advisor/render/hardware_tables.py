@@ -57,8 +57,9 @@ def show_tables(hw: Hardware) -> list[Table]:
     return [facts, peaks]
 
 
-def compare_tables(devices: Sequence[Hardware], width: int) -> list[Table]:
-    """The key-parameter table, one column per device; several tables when they do not all fit ``width``."""
+def compare_tables(devices: Sequence[Hardware], width: int, purchases=None) -> list[Table]:
+    """The key-parameter table, one column per device; several tables when they do not all fit ``width``.
+    ``purchases``: device id -> its purchase price (``compare_rows``)."""
     per_table = max(1, (width - COMPARE_PARAMETER_WIDTH - 2) // (COMPARE_DEVICE_WIDTH + 2))
     tables = []
     for start in range(0, len(devices), per_table):
@@ -68,7 +69,7 @@ def compare_tables(devices: Sequence[Hardware], width: int) -> list[Table]:
         name_column(t, "parameter", min_width=COMPARE_PARAMETER_WIDTH)
         for hw in chunk:
             name_column(t, hw.id, min_width=COMPARE_DEVICE_WIDTH, justify="right")
-        for row in compare_rows(chunk):
+        for row in compare_rows(chunk, purchases):
             t.add_row(*row)
         tables.append(t)
     return tables

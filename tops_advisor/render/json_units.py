@@ -21,7 +21,9 @@ from ..accuracy import ErrorBand
 from ..api import ModelAnalysis
 from ..llm.analysis import LLMAnalysis, PhaseResult
 from ..recommend import LLMRecommendation, LLMServingRecommendation, Recommendation
+from ..recommend.results import CostFields
 from ..roofline import Prediction
+from ..validate.train_compare import TrainValidationReport
 
 
 def ms(seconds: float | None) -> float | None:
@@ -75,6 +77,9 @@ ADDED: dict[type, tuple[Key, ...]] = {
                                Key("decode_step_ms", "decode_step_s", ms), Key("prefill_ms", "prefill_s", ms),
                                Key("memory_required_gb", "memory_required_bytes", gb),
                                Key("kv_cache_gb", "kv_cache_bytes", gb)),
+    # each {measured, predicted}
+    TrainValidationReport: (Key("step_time_ms", "step_time_s", ms), Key("forward_ms", "forward_s", ms),
+                            Key("backward_ms", "backward_s", ms), Key("optimizer_ms", "optimizer_s", ms)),
 }
 
 RENAMED: dict[str, tuple[str, Callable]] = {
@@ -118,11 +123,14 @@ def prediction_json(p: Prediction, with_ops: bool = True) -> dict:
 
 
 def analysis_json(a: ModelAnalysis, plot: str | None = None) -> dict:
-    """``analyze --json``: the prediction, then the advice, the counter's caveats and the error band."""
+    """``analyze --json``: the prediction, then the advice, the counter's caveats, the error band, and what the
+    operating point costs (``costs``: one record per kind of price the device has, with the keys of a
+    recommendation's costs; ``no_price``: why a kind is missing)."""
     w = a.workload
     return {**prediction_json(a.prediction), "advice": a.advice, "unsupported_ops": dict(w.unsupported_ops),
             "assumptions": list(w.assumptions), "notes": [n.text for n in w.notes],
-            "expected_error": band_json(a.band) if a.band else None, "plot": plot}
+            "expected_error": band_json(a.band) if a.band else None, "plot": plot,
+            "costs": [{"devices": c.devices, **CostFields.of(c)} for c in a.costs], "no_price": list(a.no_price)}
 
 
 _SPECIAL = {ErrorBand: band_json, Prediction: prediction_json, ModelAnalysis: analysis_json}

@@ -2,13 +2,15 @@
 
 Columns that hold one value on every row (the precision when one was asked for) move into the title, and a
 calibrated prediction is marked on its device ('*', explained under the table), so the table fits 80 columns.
+Ranked by cost, the table shows each device's replicas and what they cost, and two tables follow it: the price
+each cost comes from (whose, and its date), and the devices that have no such price.
 """
 
 from __future__ import annotations
 
 from rich.table import Table
 
-from ..formatting import fmt_ratio, fmt_tops, fmt_usd, format_seconds
+from ..formatting import MISSING, fmt_dollars, fmt_ratio, fmt_tops, format_seconds
 from ..recommend import RecommendResult
 from .console import NARROW_COLUMNS
 from .tables import NAME_MIN_WIDTH, bullet, name_column, natural_width, new_table, number_column, word_column
@@ -42,6 +44,8 @@ def has_error_column(table: Table) -> bool:
 
 
 def _ranking_table(res: RecommendResult, with_error: bool) -> Table:
+    if res.rank_by == "cost":
+        return _cost_table(res, with_error)
     recs = res.recommendations
     dtypes = sorted({r.dtype for r in recs})
     one_dtype = len(dtypes) == 1
@@ -68,6 +72,65 @@ def _ranking_table(res: RecommendResult, with_error: bool) -> Table:
         if banded:
             row.append(f"{r.expected_error.median_abs_error:.0%}" if r.expected_error else "-")
         t.add_row(*row)
+    return t
+
+
+def _cost_table(res: RecommendResult, with_error: bool) -> Table:
+    """Cheapest first: device, replicas, batch (and precision), latency per batch, samples/s of one device, USD per
+    hour of all replicas and USD per million samples of the work asked for (the binding limit is in --json and the
+    advice)."""
+    recs = res.recommendations
+    dtypes = sorted({r.dtype for r in recs})
+    one_dtype = len(dtypes) == 1
+    t = new_table(f"Recommended, cheapest first{f', {dtypes[0]}' if one_dtype else ''} ({'; '.join(res.notes)})")
+    name_column(t, "device", min_width=max((len(_device(r)) for r in recs), default=NAME_MIN_WIDTH))
+    number_column(t, "devices")
+    number_column(t, "batch" if one_dtype else "batch,\ndtype")
+    number_column(t, "latency")
+    number_column(t, "samples/s\nper device")
+    number_column(t, "USD\nper hour")
+    number_column(t, "USD per M\nsamples")
+    banded = with_error and any(r.expected_error for r in recs)
+    if banded:
+        number_column(t, ERROR_HEADER)
+    for r in recs:
+        row = [_device(r), str(r.replicas), str(r.batch) if one_dtype else f"{r.batch}, {r.dtype}",
+               format_seconds(r.latency_s), f"{r.throughput_per_s:,.0f}", fmt_dollars(r.usd_per_hour),
+               fmt_dollars(r.usd_per_million)]
+        if banded:
+            row.append(f"{r.expected_error.median_abs_error:.0%}" if r.expected_error else "-")
+        t.add_row(*row)
+    return t
+
+
+def _price_text(r) -> str:
+    return f"${r.unit_price_usd:,.4g}/GPU-h" if r.price_kind == "rental" else f"${r.unit_price_usd:,.0f}/card"
+
+
+def prices_table(res: RecommendResult) -> Table:
+    """The price behind each ranked device's cost: how much, whose (the provider, else the source; or the user's
+    own file) and its date, marked when it is older than a year (--json: the source in full)."""
+    t = new_table("Prices used")
+    name_column(t, "device", min_width=max((len(r.hardware) for r in res.recommendations), default=NAME_MIN_WIDTH))
+    number_column(t, "price")
+    name_column(t, "from", min_width=24, ratio=1)
+    number_column(t, "date")
+    for r in res.recommendations:
+        if r.usd_per_hour is None:
+            continue
+        date = r.price_date or MISSING
+        t.add_row(r.hardware, _price_text(r), r.price_provider or r.price_source or MISSING,
+                  f"{date}\n(older than a year)" if r.price_older_than_a_year else date)
+    return t
+
+
+def no_price_table(res: RecommendResult) -> Table:
+    """Devices that meet the targets but have no price of the kind asked for, with why: not ranked."""
+    t = new_table("No price (meet the targets, not ranked)")
+    name_column(t, "why", min_width=30, ratio=1)
+    name_column(t, "devices", min_width=20)
+    for devices, reason in grouped((r.hardware, r.reason) for r in res.no_price):
+        t.add_row(reason, ", ".join(devices))
     return t
 
 
@@ -135,13 +198,16 @@ def _llm_title(res: RecommendResult, model: str, what: str) -> tuple[str, bool]:
         extra = [f"weights {w}" + (f", matrix products {a}" if a != w else "") + f", KV cache {k}"]
     else:
         extra = [f"weights/matrix products per row, KV cache {next(iter(kv))}"] if len(kv) == 1 else []
-    return f"{model}: {what}, best first ({'; '.join([*res.notes, *extra])})", len(precisions) > 1
+    order = "cheapest first" if res.rank_by == "cost" else "best first"
+    return f"{model}: {what}, {order} ({'; '.join([*res.notes, *extra])})", len(precisions) > 1
 
 
 def llm_recommendations_table(res: RecommendResult, model: str) -> Table:
     """Best first: devices (count x id), decode tokens/s per request, time to first token (a burst: every prompt of
     the batch prefilled at once), memory per device, the binding limit, tokens/s per kW of all devices' TDP (and
-    per 1000 USD when ranking by price)."""
+    per 1000 USD when ranking by price). Ranked by cost, the last column is USD per hour of the devices and per
+    million generated tokens instead."""
+    cost = res.rank_by == "cost"
     title, row_precision = _llm_title(res, model, "recommended")
     t = new_table(title)
     name_column(t, "devices", min_width=12)
@@ -150,14 +216,19 @@ def llm_recommendations_table(res: RecommendResult, model: str) -> Table:
     number_column(t, "burst\nTTFT" if burst else "TTFT")
     number_column(t, "GB per\ndevice")
     word_column(t, "bound")
-    number_column(t, "tokens/s\nper kW")
+    if cost:
+        number_column(t, "USD\nper hour")
+        number_column(t, "USD per M\ntokens")
+    else:
+        number_column(t, "tokens/s\nper kW")
     priced = res.rank_by == "price"
     if priced:
         number_column(t, "tokens/s\nper k$")
     for r in res.recommendations:
         row = [_devices(r, row_precision), f"{r.tokens_per_s:,.1f}",
-               format_seconds(r.ttft_s), f"{r.memory_required_bytes / 1e9:,.1f}", r.bound,
-               f"{r.tokens_per_s_per_watt * 1e3:,.1f}"]
+               format_seconds(r.ttft_s), f"{r.memory_required_bytes / 1e9:,.1f}", r.bound]
+        row += [fmt_dollars(r.usd_per_hour), fmt_dollars(r.usd_per_million)] if cost else \
+            [f"{r.tokens_per_s_per_watt * 1e3:,.1f}"]
         if priced:
             row.append(f"{r.tokens_per_s / r.price_usd * 1e3:,.1f}" if r.price_usd else "-")
         t.add_row(*row)
@@ -172,7 +243,8 @@ LIMIT_HEADER = "limit"
 def serving_table(res: RecommendResult, model: str, width: int = NARROW_COLUMNS) -> Table:
     """Serving plans, best first: one replica (count x id), requests it serves at once and what stops one more,
     tokens/s per request, TTFT (one new prompt, chunked beside the decodes), tokens/s per GPU, USD per million
-    generated tokens rented, and with a request rate the replicas and the fleet's USD per hour. Where that is
+    generated tokens (rented or bought, as asked), and with a request rate the replicas and the fleet's USD per
+    hour. Where that is
     wider than ``width`` columns (device ids whole), the limit column is left out (``--json``: ``limited_by``)."""
     table = _serving_table(res, model, with_limit=True)
     return table if natural_width(table) <= width else _serving_table(res, model, with_limit=False)
@@ -194,24 +266,25 @@ def _serving_table(res: RecommendResult, model: str, with_limit: bool) -> Table:
     number_column(t, "TTFT")
     number_column(t, "tokens/s\nper GPU")
     priced = any(r.usd_per_million is not None for r in recs)
-    fleet = any(r.replicas is not None for r in recs)
+    fleet = any(r.requests_per_s_target is not None for r in recs)
     if priced:
         number_column(t, "$ per M\ntokens")
     if fleet:
         number_column(t, "repli-\ncas")
-    if fleet and priced:
-        number_column(t, "fleet\n$/hour")
+    hourly = priced and (fleet or res.rank_by == "cost")
+    if hourly:
+        number_column(t, "fleet\n$/hour" if fleet else "$ per\nhour")
     for r in recs:
         row = [_devices(r, row_precision), f"{r.concurrent_requests:,}"]
         if with_limit:
             row.append(LIMIT_WORDS.get(r.limited_by, r.limited_by))
         row += [f"{r.tokens_per_s_per_request:,.1f}", format_seconds(r.ttft_s), f"{r.tokens_per_s_per_gpu:,.0f}"]
         if priced:
-            row.append(fmt_usd(r.usd_per_million))
+            row.append(fmt_dollars(r.usd_per_million))
         if fleet:
             row.append(f"{r.replicas:,}")
-        if fleet and priced:
-            row.append(fmt_usd(r.fleet_usd_per_hour))
+        if hourly:
+            row.append(fmt_dollars(r.usd_per_hour))
         t.add_row(*row)
     return t
 
@@ -234,6 +307,10 @@ def render_recommendations(res: RecommendResult, out) -> None:
             bullet(out, line, mark=" ", style="dim")
     for line in advice_lines(res):
         bullet(out, line)
+    if res.rank_by == "cost":
+        out.print(prices_table(res))
+    if res.no_price:
+        out.print(no_price_table(res))
     if res.rejected:
         out.print(rejected_table(res))
 
@@ -253,5 +330,9 @@ def render_llm_recommendations(res: RecommendResult, model: str, out) -> None:
     for line in lines:
         if line:
             bullet(out, line, mark=" ", style="dim")
+    if res.rank_by == "cost":
+        out.print(prices_table(res))
+    if res.no_price:
+        out.print(no_price_table(res))
     if res.rejected:
         out.print(rejected_table(res))

@@ -1,12 +1,14 @@
 """Rich rendering of a ``ValidationReport``: measured beside predicted, per batch and mode, and kernel time per
-operator kind."""
+operator kind; and of a ``TrainValidationReport``: one training step, part by part, and its peak memory."""
 
 from __future__ import annotations
 
 from rich.table import Table
 
-from ..formatting import fmt_signed_percent, format_seconds, format_seconds_or_missing
+from ..formatting import MISSING, fmt_gb, fmt_signed_percent, format_seconds, format_seconds_or_missing
+from ..train.workload import NOT_MODELLED
 from ..validate.run import ValidationReport
+from ..validate.train_compare import PEAK_MEMORY, TrainValidationReport
 from .tables import bullet, new_table, number_column, word_column
 
 
@@ -71,5 +73,60 @@ def render_validation(report: ValidationReport, out) -> None:
         bullet(out, band.text, mark=" ", style="dim")
     for at in report.per_op:
         out.print(kinds_table(at.batch, at.kinds))
+    if report.note:
+        bullet(out, report.note, mark="note:", indent=0)
+
+
+
+# --- a training step ------------------------------------------------------------------------------------
+def _amount(row, value: float | None) -> str:
+    """Seconds, or bytes on the peak memory's row; '-' when not measured."""
+    if value is None:
+        return MISSING
+    return fmt_gb(value) if row.part == PEAK_MEMORY else format_seconds(value)
+
+
+def train_table(report: TrainValidationReport) -> Table:
+    """The step, its parts and the peak memory: measured, predicted with its error, what binds the part."""
+    t = new_table(f"one training step at batch {report.batch}, measured on this machine vs predicted for "
+                  f"{report.hardware_name}")
+    word_column(t, "part")
+    number_column(t, "measured")
+    number_column(t, "predicted")
+    number_column(t, "error")
+    word_column(t, "bound")
+    for r in report.rows:
+        t.add_row(r.part, _amount(r, r.measured), _amount(r, r.predicted), fmt_signed_percent(r.error), r.bound)
+    return t
+
+
+def _train_notes(report: TrainValidationReport) -> list[str]:
+    m, p = report.measured, report.prediction
+    notes = [f"{report.setup}; loss: {report.loss}"]
+    if m.step_spread_s:
+        notes.append(f"{m.repeats} timed steps back to back, min-max {_spread(m.step_spread_s)}; the first step "
+                     f"took {format_seconds(m.first_step_s)}")
+    if m.skipped_steps:
+        notes.append(f"GradScaler lowered its scale {m.loss_scale[0]:g} -> {m.loss_scale[1]:g} while timing: some "
+                     "timed steps skipped the optimizer (their optimizer part is near empty)")
+    if m.steady_peak_bytes is not None:
+        notes.append("peak memory: torch.cuda.max_memory_allocated over the steps after the first, beside the "
+                     "counted step's live tensors (not modelled: " + "; ".join(NOT_MODELLED) + ")")
+    fits = "fits" if p.fits_memory else "does not fit"
+    notes.append(f"predicted: {fmt_gb(p.memory_required_bytes)} with the runtime reserve, {fits} in "
+                 f"{fmt_gb(p.memory_capacity_bytes)}; MFU {p.mfu:.1%}")
+    source = report.calibration_source
+    notes.append("error = (predicted - measured) / measured; predicted "
+                 + (f"with the calibration ({source})" if source else "from datasheet defaults (no calibration)"))
+    return notes
+
+
+def render_train_validation(report: TrainValidationReport, out) -> None:
+    """The table and its notes on the rich console ``out``."""
+    out.print(train_table(report))
+    if report.measured.error:
+        bullet(out, f"the step did not run on {report.device}: {report.measured.error}", mark="!")
+    for note in _train_notes(report):
+        bullet(out, note, mark=" ", style="dim")
     if report.note:
         bullet(out, report.note, mark="note:", indent=0)
