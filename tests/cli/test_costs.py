@@ -126,10 +126,3 @@ def test_bad_cost_input_is_one_line_and_exit_2(args, message):
     result = run("recommend", MODEL, *args)
     assert result.exit_code == 2, result.output
     assert result.stderr.splitlines()[0].startswith(message), result.stderr
-
-
-def test_cost_options_belong_to_a_model_not_to_llm():
-    result = run("recommend", "--llm", "llama3-8b", "--rank-by", "cost")
-    assert result.exit_code == 2 and "--rank-by cost applies to a MODEL file, not to --llm" in result.stderr
-    result = run("recommend", "--llm", "llama3-8b", "--buy")
-    assert result.exit_code == 2 and "--rent/--buy applies to a MODEL file, not to --llm" in result.stderr

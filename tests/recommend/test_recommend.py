@@ -178,8 +178,9 @@ def run(*args):
 @pytest.mark.parametrize("args, message", [
     (("recommend", MODEL, "--llm", "llama3-8b", "--latency", "10ms"), "not both"),
     (("recommend", "--llm", "llama3-8b", "--latency", "10ms"), "--latency applies to a MODEL file"),
-    (("recommend", "--llm", "llama3-8b", "--dtype", "int8", "--strict"), "--dtype, --strict apply to a MODEL"),
+    (("recommend", "--llm", "llama3-8b", "--seq", "8", "--strict"), "--strict, --seq apply to a MODEL"),
     (("recommend", MODEL, "--tokens-per-s", "30"), "--tokens-per-s applies to --llm"),
+    (("recommend", MODEL, "--kernels", "fused", "--serving"), "--kernels, --serving apply to --llm"),
     (("recommend", "--ttft", "1s"), "give a MODEL file"),
 ])
 def test_recommend_refuses_options_it_would_ignore(args, message):

@@ -19,7 +19,14 @@ from tops_advisor.accuracy import ErrorBand
 from tops_advisor.catalog import load_catalog
 from tops_advisor.costs import load_pricing
 from tops_advisor.llm import analyze_llm, build_workload, load_config
-from tops_advisor.recommend import Constraints, recommend, recommend_llm
+from tops_advisor.recommend import (
+    Constraints,
+    LLMRun,
+    ServingAsk,
+    recommend,
+    recommend_llm,
+    recommend_serving,
+)
 from tops_advisor.render import analyze as r_analyze
 from tops_advisor.render import counting as r_counting
 from tops_advisor.render import hardware_tables as r_hw
@@ -188,6 +195,25 @@ def test_recommend_tables_fit(llama, catalog):
     assert res.rejected
     assert_table_fits(r_rec.llm_recommendations_table(res, "llama2-7b"))
     assert_table_fits(r_rec.rejected_table(res))
+    for kind in ("rental", "purchase"):  # ranked by cost: the money columns, the prices and the unpriced
+        res = recommend_llm(llama, list(catalog), Constraints(rank_by="cost", price_kind=kind), tokens_per_s=30.0,
+                            ttft_s=None, pricing=pricing)
+        assert res.no_price
+        assert_fits(rendered(lambda out, r=res: r_rec.render_llm_recommendations(r, "llama2-7b", out),
+                             NARROW_COLUMNS))
+
+
+def test_serving_tables_fit(llama, catalog):
+    ask = ServingAsk(tokens_per_s=30.0, requests_per_s=10.0)
+    some = [catalog.get(i) for i in ("a100-pcie-40gb", "h100-sxm", "rtx-4090", "l4", "jetson-agx-orin-32gb", "t4")]
+    res = recommend_serving(llama, some, Constraints(), ask, run=LLMRun(dtypes=("auto",)),
+                            pricing=load_pricing(catalog))
+    assert res.rejected and any(r.usd_per_million for r in res.recommendations)
+    for width in (NARROW_COLUMNS, PIPED_WIDTH_COLUMNS):
+        assert_table_fits(r_rec.serving_table(res, "llama2-7b", width), width)
+        assert_fits(rendered(lambda out: r_rec.render_llm_recommendations(res, "llama2-7b", out), width), width)
+    # at 120 columns the limit column is there; at 80 it gives way, and a line says where it went
+    assert r_rec.has_limit_column(r_rec.serving_table(res, "llama2-7b", PIPED_WIDTH_COLUMNS))
 
 
 def test_llm_fits(llama, catalog):

@@ -8,6 +8,7 @@ import click
 
 from ..render.console import console
 from .common import catalog_option, echo_json, get_catalog, json_option
+from .llm_options import llm_precision_options
 
 
 @click.command()
@@ -20,18 +21,10 @@ from .common import catalog_option, echo_json, get_catalog, json_option
               help="Tokens already cached (decode) or the prompt length (prefill). [default: 1024]")
 @click.option("--prompt", type=int, default=None, help="Prompt tokens of an end-to-end request (TTFT).")
 @click.option("--generate", type=int, default=None, help="Output tokens of an end-to-end request. [default: 128]")
-@click.option("--weight-dtype", default=None,
-              help="bf16, fp16, fp8, int8 or int4. [default: bf16, or fp16 on devices without bf16]")
-@click.option("--act-dtype", default=None,
-              help="What the matrix products compute in: bf16 (default; weight-only quantization), or fp8/int8 "
-                   "with matching weights (W8A8).")
-@click.option("--kv-dtype", default=None, help="KV-cache storage: bf16, fp16, fp8, int8, int4. [default: bf16]")
 @click.option("--mode", type=click.Choice(["graph", "eager"]), default="graph", show_default=True,
               help="graph: CUDA graph replay (no host launch cost); eager: plain PyTorch.")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor parallel over N devices of this kind.")
-@click.option("--kernels", default="torch", show_default=True,
-              help="Kernel layout: torch (plain PyTorch, HF-style, unfused), fused (a serving engine's fused "
-                   "kernels), or an engine profile: llama.cpp[:Q4_0|Q4_K_M|Q8_0|F16], gpt-fast (docs/roofline.md).")
+@llm_precision_options
 @click.option("--calibration", "calibration_path", type=click.Path(path_type=Path),
               help="Calibration file from `tops-advisor probe` (default: saved or shipped one for the device).")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even if a calibration exists.")
@@ -45,23 +38,19 @@ def llm(config, hardware_name, phase, batch, context, prompt, generate, weight_d
     from ..accuracy import llm_expected_error
     from ..api import calibration_for
     from ..llm import analyze_llm, load_config
-    from ..llm.analysis import precision_for, roofline_predictor
-    from ..llm.engines import engine_precision, engine_predictor, parse_kernels
+    from ..llm.analysis import precision_for
+    from ..llm.engines import kernel_setup
     from ..render.progress import progress
 
     cfg = load_config(config, strict=strict)
     hw = get_catalog(catalog_dirs).get(hardware_name)
     precision = precision_for(hw, weight_dtype, act_dtype, kv_dtype)
     cal, source = calibration_for(hw, calibration_path, use=not no_calibration)
-    layout, engine, weight_format = parse_kernels(kernels)
-    predictor = roofline_predictor(hw, cal, source)
-    if engine is not None:  # an engine profile: its weight format, accumulate rate and kernels
-        precision = engine_precision(engine, precision, weight_format)
-        predictor = engine_predictor(engine, hw, cal, source, weight_dtype=precision.weight)
+    k = kernel_setup(kernels, hw, precision, cal, source)  # an engine profile: its weight format and kernels
     with progress(f"predicting {getattr(cfg, 'name', config)} on {hw.id}", enabled=not as_json):
         result = analyze_llm(cfg, hw, batch=batch, phase=phase, context=context, prompt=prompt, generate=generate,
-                             precision=precision, tp=tp, mode=mode, layout=layout, calibration=cal,
-                             predictor=predictor)
+                             precision=k.precision, tp=tp, mode=mode, layout=k.layout, calibration=cal,
+                             predictor=k.predictor)
     band = llm_expected_error(hw, cal is not None)
     if as_json:
         from ..render.json_units import to_json

@@ -8,12 +8,13 @@ import click
 
 from ..units import PRECISIONS
 from .common import cost_options, echo_json, get_catalog, get_pricing, load_model_arg, model_command_options
+from .llm_options import llm_precision_options, serving_options
 
 # Options that belong to one form of the command: given with the other form they would be ignored, so they are
 # refused instead (`recommend MODEL --llm X --latency 10ms` would otherwise drop MODEL and --latency).
-MODEL_ONLY = ("latency", "throughput", "dtype", "strict", "task", "seq", "input_shape", "rent", "budget",
-              "electricity_usd_per_kwh", "pue", "life_years")
-LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
+MODEL_ONLY = ("latency", "throughput", "strict", "task", "seq", "input_shape")
+LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices", "weight_dtype", "act_dtype", "kv_dtype",
+            "kernels", "serving", "requests_per_s", "max_batched_tokens")
 
 
 @click.command()
@@ -24,9 +25,12 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 @click.option("--prompt", type=int, help="LLM: prompt tokens (for TTFT).")
 @click.option("--generate", type=int, help="LLM: generated tokens per request.")
 @click.option("--max-devices", type=int, default=8, show_default=True, help="LLM: most devices per replica.")
+@llm_precision_options
+@serving_options
 @click.option("--latency", help="Latency target per batch, with units: 10ms, 0.5s, 250us.")
 @click.option("--throughput", type=float, help="Throughput target in samples/s.")
-@click.option("--batch", "-b", type=int, help="Fixed batch (default: search for the best batch).")
+@click.option("--batch", "-b", type=int, help="Fixed batch (default: search for the best batch); LLM: prompts "
+                                              "prefilled at once for a burst TTFT.")
 @click.option("--dtype", default="fp16", show_default=True,
               help=f"One of {', '.join(PRECISIONS)}, several comma-separated, or 'auto' (the precisions the mode "
                    "runs: fp32, fp16, bf16 in plain PyTorch, which has no int8 or fp8 kernels).")
@@ -42,7 +46,8 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 @click.option("--rank-by", type=click.Choice(["efficiency", "latency", "throughput", "price", "cost"]),
               default="efficiency", show_default=True,
               help="efficiency = samples/s per watt of TDP; price = samples/s per 1000 USD of purchase price; "
-                   "cost = cheapest per million samples (with --throughput: the whole fleet's cost).")
+                   "cost = cheapest per million samples, or generated tokens with --llm (with --throughput, or "
+                   "--requests-per-s with --llm: the whole fleet's cost).")
 @click.option("--rent/--buy", "rent", default=True, show_default=True,
               help="Costs from rental prices (USD per GPU-hour) or from buying (purchase over --life-years plus "
                    "electricity).")
@@ -57,7 +62,7 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices")
 def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_devices, latency, throughput, batch,
               dtype, segment, max_power, power_mode, max_price, hardware_names, mode, rank_by, rent, budget, top,
               no_calibration, strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape,
-              catalog_dirs, as_json):
+              catalog_dirs, as_json, **llm_options):
     """Rank the devices that run MODEL, or an LLM (--llm), within the targets.
 
     MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
@@ -81,8 +86,9 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
         budget_usd=budget)
     pricing = get_pricing(catalog, prices_file, electricity_usd_per_kwh, pue, life_years)
     if llm_config:
-        return _recommend_llm(llm_config, c, tokens_per_s, ttft, batch or 1, prompt, generate, max_devices,
-                              catalog, no_calibration, as_json, pricing)
+        return _recommend_llm(llm_config, c, tokens_per_s, ttft, batch, prompt, generate, max_devices, catalog,
+                              no_calibration, as_json, pricing, dtype=dtype if _given(ctx, ("dtype",)) else None,
+                              **llm_options)
     with progress(f"counting {model} (batches 1 and 2)", enabled=not as_json):
         costs = ModelCosts(load_model_arg(model, task, seq, input_shape), strict=strict, mode=mode)
     with progress(f"predicting {costs.model_path} on {len(limit) or len(catalog)} devices", enabled=not as_json):
@@ -126,29 +132,40 @@ def _check_form(ctx: click.Context, model: Path | None, llm_config: str | None) 
 
 
 def _recommend_llm(config, c, tokens_per_s, ttft, batch, prompt, generate, max_devices, catalog, no_calibration,
-                   as_json, pricing):
+                   as_json, pricing, *, dtype, weight_dtype, act_dtype, kv_dtype, kernels, serving, requests_per_s,
+                   max_batched_tokens):
     from ..api import calibration_for
     from ..errors import InputError
     from ..llm import load_config
-    from ..recommend import recommend_llm
-    from ..recommend.llm import SCORES
-
-    if c.rank_by not in SCORES:
-        raise InputError(f"--rank-by {c.rank_by} applies to a MODEL file, not to --llm",
-                         hint=f"rank an LLM by {', '.join(SCORES)}")
+    from ..recommend import LLMRun, ServingAsk, recommend_llm, recommend_serving
+    from ..recommend.llm import AUTO
     from ..render.console import console
     from ..render.progress import progress
     from ..units import parse_latency_s
 
     if tokens_per_s is not None and tokens_per_s <= 0:
         raise InputError(f"--tokens-per-s must be greater than zero, got {tokens_per_s}")
+    serving = serving or requests_per_s is not None
+    if serving and batch is not None:
+        raise InputError("--batch applies to the burst form (that many prompts prefilled at once), not to --serving",
+                         hint="--serving finds how many requests run at once; leave --batch out")
+    if max_batched_tokens is not None and not serving:
+        raise InputError("--max-batched-tokens applies to --serving", hint="add --serving or --requests-per-s")
+    dtypes = () if dtype is None else AUTO if dtype.strip().lower() == "auto" else tuple(dtype.split(","))
+    run = LLMRun(weight=weight_dtype, act=act_dtype, kv=kv_dtype, dtypes=dtypes, kernels=kernels)
+    ttft_s = parse_latency_s(ttft) if ttft else None
+    ask = ServingAsk(**{k: v for k, v in (("prompt", prompt), ("generate", generate)) if v is not None},
+                     tokens_per_s=tokens_per_s, ttft_s=ttft_s, requests_per_s=requests_per_s,
+                     token_budget=max_batched_tokens) if serving else None
     cfg = load_config(config)
+    calibration_of = lambda hw: calibration_for(hw, use=not no_calibration)  # noqa: E731
     with progress(f"planning {getattr(cfg, 'name', config)} on {len(c.hardware) or len(catalog)} device kinds",
                   enabled=not as_json):
-        res = recommend_llm(cfg, list(catalog), c, tokens_per_s=tokens_per_s,
-                            ttft_s=parse_latency_s(ttft) if ttft else None, batch=batch, prompt=prompt,
-                            generate=generate, max_devices=max_devices,
-                            calibration_of=lambda hw: calibration_for(hw, use=not no_calibration), pricing=pricing)
+        res = recommend_serving(cfg, list(catalog), c, ask, max_devices=max_devices, calibration_of=calibration_of,
+                                run=run, pricing=pricing) if serving else \
+            recommend_llm(cfg, list(catalog), c, tokens_per_s=tokens_per_s, ttft_s=ttft_s, batch=batch or 1,
+                          prompt=prompt, generate=generate, max_devices=max_devices, calibration_of=calibration_of,
+                          run=run, pricing=pricing)
     warnings = list(getattr(cfg, "warnings", ()))  # config keys that may change cost but are not modelled
     if as_json:
         from ..render.json_units import to_json

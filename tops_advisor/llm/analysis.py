@@ -71,7 +71,7 @@ def _cached_workload(cfg: LLMConfig, phase: str, batch: int, context: int, p: Pr
     return build_workload(cfg, phase=phase, batch=batch, context=context, precision=p, tp=tp, layout=layout)
 
 
-class _Runner:
+class PhaseRunner:
     """Predicts phases of one model on one device at one precision and TP degree."""
 
     def __init__(self, cfg: LLMConfig, hw: Hardware, p: Precision, tp: int, mode: str, layout: str,
@@ -174,7 +174,7 @@ def _check_options(batch: int, tp: int, phase: str, layout: str, mode: str) -> N
         raise InputError(f"unknown mode {mode!r}; expected graph or eager")
 
 
-def _run_phases(runner: _Runner, batch: int, n: _Lengths) -> tuple[PhaseResult, PhaseResult]:
+def _run_phases(runner: PhaseRunner, batch: int, n: _Lengths) -> tuple[PhaseResult, PhaseResult]:
     """The prefill and the decode step; an activation precision the device lacks says what to do instead."""
     try:
         return runner.run("prefill", batch, n.prefill_len), runner.run("decode", batch, n.decode_ctx)
@@ -184,7 +184,7 @@ def _run_phases(runner: _Runner, batch: int, n: _Lengths) -> tuple[PhaseResult, 
             hint="use weight-only quantization (--act-dtype bf16) or a device with that peak") from None
 
 
-def _notes(p: Precision, tp: int, hardware: Hardware, runner: _Runner, dec: PhaseResult, n: _Lengths) -> list[str]:
+def _notes(p: Precision, tp: int, hardware: Hardware, runner: PhaseRunner, dec: PhaseResult, n: _Lengths) -> list[str]:
     notes = []
     if p.weight_only:
         notes.append(f"weight-only {p.weight}: weights move at {p.weight_bytes_per_param:g} bytes/parameter, "
@@ -223,7 +223,7 @@ def analyze_llm(cfg: LLMConfig, hardware: Hardware, *, batch: int = 1, phase: st
     p = precision or precision_for(hardware)
     rank_shape(cfg, tp)  # validates the split
     n = _lengths(cfg, phase, batch, context, prompt, generate)
-    runner = _Runner(cfg, hardware, p, tp, mode, layout, calibration,
+    runner = PhaseRunner(cfg, hardware, p, tp, mode, layout, calibration,
                      predictor or roofline_predictor(hardware, calibration))
     pre, dec = _run_phases(runner, batch, n)
     request_latency = pre.latency_s + (n.generate - 1) * dec.latency_s if n.request else None
@@ -253,7 +253,7 @@ def analyze_llm(cfg: LLMConfig, hardware: Hardware, *, batch: int = 1, phase: st
         notes=tuple(_notes(p, tp, hardware, runner, dec, n)), warnings=cfg.warnings)
 
 
-def _suggest(cfg: LLMConfig, runner: _Runner, batch: int, n: _Lengths, need: int | None, mb: int, mc: int,
+def _suggest(cfg: LLMConfig, runner: PhaseRunner, batch: int, n: _Lengths, need: int | None, mb: int, mc: int,
              phase: str) -> list[str]:
     """What would make a run that does not fit possible: more devices, fewer weight or KV bytes, less work."""
     hw, p, tp, kv_tokens, q_len = runner.hw, runner.p, runner.tp, n.kv_tokens, n.q_len
@@ -262,7 +262,7 @@ def _suggest(cfg: LLMConfig, runner: _Runner, batch: int, n: _Lengths, need: int
         out.append(f"{need} devices would hold it, but {hw.id} has no peer link or PCIe data to combine them")
     elif need is not None and need > tp:
         try:
-            other = _Runner(cfg, hw, p, need, runner.mode, runner.layout, runner.calibration, runner.predictor)
+            other = PhaseRunner(cfg, hw, p, need, runner.mode, runner.layout, runner.calibration, runner.predictor)
             res = other.run(phase, batch, n.context if phase == "decode" else n.prefill_len)
             out.append(f"tensor parallel over {need} x {hw.id} (--tp {need}): "
                        f"{res.latency_s * 1e3:.3g} ms per {'prefill' if phase == 'prefill' else 'decode step'}, "

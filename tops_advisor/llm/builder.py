@@ -30,6 +30,7 @@ import math
 
 from .. import opcosts as O
 from ..errors import InputError, LLMConfigError
+from ..kinds import OpKind
 from ..workload import GemmShape, Note, NoteKind, OpRecord, Workload
 from .config import LLMConfig, attended_tokens
 from .memory import MLA_NOTE, activation_bytes, weight_bytes, window_caps
@@ -39,6 +40,7 @@ from .precision import Precision, make_precision
 PHASES = ("prefill", "decode")
 KERNEL_LAYOUTS = ("torch", "fused")
 TOKEN_ID_BYTES = 8  # int64 token ids
+_KINDS = {k.value: k for k in OpKind}
 
 
 def expected_experts_touched(cfg: LLMConfig, tokens: int) -> float:
@@ -78,6 +80,7 @@ class _Builder:
     # --- primitives -------------------------------------------------------------------------------------
     def add(self, **kw) -> None:
         kw.setdefault("dtype", self.p.stream)
+        kw["kind"] = _KINDS.get(kw["kind"], kw["kind"])  # the enum itself: OpRecord need not look it up
         self.ops.append(OpRecord(**kw))
 
     def linear(self, name: str, module: str, m: int, n: int, k: int, bias: bool = False,

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
+from .analysis import roofline_predictor
 from .precision import Precision
 
 
@@ -187,3 +188,29 @@ def engine_predictor(profile: EngineProfile, hardware, calibration=None, calibra
                        perf=perf if hw is hardware else engine_perf(profile, device_perf(hw, cal)))
 
     return _predict
+
+
+@dataclass(frozen=True)
+class KernelSetup:
+    """What ``--kernels`` means on one device at one precision: the builder's layout, the precision as the
+    kernels store it (an engine's block format), the predictor (the engine's device view and kernels, or the
+    roofline's own) and a label for output ('torch', 'fused', 'llama.cpp:Q4_0', 'gpt-fast')."""
+
+    layout: str
+    precision: Precision
+    predictor: object
+    label: str
+
+
+def kernel_setup(kernels: str, hardware, precision: Precision, calibration=None,
+                 calibration_source: str = "") -> KernelSetup:
+    """``--kernels`` (``parse_kernels``) applied to ``precision`` on ``hardware``, as ``tops-advisor llm`` and
+    ``recommend --llm`` both use it."""
+    layout, engine, weight_format = parse_kernels(kernels)
+    if engine is None:
+        return KernelSetup(layout, precision, roofline_predictor(hardware, calibration, calibration_source), layout)
+    p = engine_precision(engine, precision, weight_format)
+    fmt = weight_format or engine.default_format.get(precision.weight)
+    return KernelSetup(layout, p, engine_predictor(engine, hardware, calibration, calibration_source,
+                                                   weight_dtype=p.weight),
+                       engine.name + (f":{fmt}" if fmt else ""))

@@ -23,13 +23,13 @@ from ..advice import advise
 from ..calibration import Calibration
 from ..catalog import Hardware
 from ..costs import PriceKind, Pricing, busy_fraction, fleet_for
-from ..errors import InputError, NothingFeasibleError, UnsupportedPrecisionError
+from ..errors import NothingFeasibleError, UnsupportedPrecisionError
 from ..kinds import Mode
 from ..roofline import Prediction, device_perf, predict
 from ..units import format_seconds
 from ..workload import NoteKind, Workload
-from .constraints import PRICED_RANKINGS, Constraints, auto_dtype_note, budget_text, filters_text
-from .ranking import candidates, rank
+from .constraints import Constraints, auto_dtype_note, filters_text
+from .ranking import budget_screen, candidates, cost_note, money_error, rank, require_pricing, unpriced_screen
 from .results import CostFields, Recommendation, RecommendResult, Rejection
 
 # Explicit defaults: without a latency target, the operating point is the smallest batch within 5% of the best
@@ -125,21 +125,9 @@ def _best_on(hw: Hardware, workload_at, batches: list[int], family: str, c: Cons
 
 def _nothing(c: Constraints, no_price: list[Rejection]) -> Callable[[list[Rejection]], NothingFeasibleError]:
     def error(rejected: list[Rejection]) -> NothingFeasibleError:
-        over = [r for r in rejected if c.budget_usd and r.reason.endswith(f"> budget {budget_text(c)}")]
-        if over:
-            cheapest = max(over, key=lambda r: r.closeness)
-            return NothingFeasibleError(
-                f"--budget {budget_text(c)} is below every device that meets the targets; the cheapest, "
-                f"{cheapest.hardware}, costs {cheapest.reason.split(' > budget')[0]}",
-                hint="raise --budget, relax the targets, or price the other way (--rent / --buy)")
-        if no_price:
-            kind = "purchase" if c.rank_by == "price" else c.price_kind
-            asked = f"--rank-by {c.rank_by}" if c.rank_by in PRICED_RANKINGS else "--budget"
-            return NothingFeasibleError(
-                f"{asked}: no device that meets the targets has a {kind} price "
-                f"({', '.join(r.hardware for r in no_price)}); {no_price[0].hardware}: {no_price[0].reason}",
-                hint=("--buy to price the cards bought" if kind == "rental" else "--rent to price them rented")
-                + ", or give your own prices with --prices FILE")
+        money = money_error(c, rejected, no_price)
+        if money is not None:
+            return money
         closest = max(rejected, key=lambda r: r.closeness)
         binding = ("latency" if c.latency_s else "throughput" if c.throughput_per_s else "memory")
         return NothingFeasibleError(
@@ -166,10 +154,7 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
     """Rank ``devices`` for the workload ``workload_at(batch, dtype)`` under ``c``. ``pricing``
     (``costs.load_pricing(catalog)``) gives every recommendation its cost; ranking by price or cost, or a
     budget, needs it."""
-    if pricing is None and (c.rank_by in PRICED_RANKINGS or c.budget_usd):
-        what = f"ranking by {c.rank_by}" if c.rank_by in PRICED_RANKINGS else "a budget"
-        raise InputError(f"{what} needs prices",
-                         hint="pass pricing=tops_advisor.costs.load_pricing(catalog)")
+    require_pricing(c, pricing)
     kept, rejected = candidates(devices, c, purchase_price(pricing))
     batches = _batches(c)
     first = workload_at(batches[0], c.dtypes[0])
@@ -178,8 +163,8 @@ def recommend(workload_at: Callable[[int, str], Workload], devices: Iterable[Har
     by_id = {hw.id: hw for hw in kept}
     recs, rejected = rank(kept, rejected, c,
                           lambda hw: _best_on(hw, workload_at, batches, family, c, calibration_of, pricing),
-                          SCORES, _nothing(c, no_price), unpriced=_unpriced(c, by_id, pricing), no_price=no_price,
-                          refuse=_over_budget(c))
+                          SCORES, _nothing(c, no_price), unpriced=unpriced_screen(c, pricing, by_id),
+                          no_price=no_price, refuse=budget_screen(c))
     notes = [_ranking_note(c, pricing), f"mode {c.mode}; latency is per batch"]
     if c.dtype_auto:
         notes.append(auto_dtype_note(c.mode))
@@ -203,11 +188,7 @@ def _ranking_note(c: Constraints, pricing: Pricing | None) -> str:
         return "ranked by price (throughput per 1000 USD of purchase price)"
     if c.rank_by != "cost":
         return f"ranked by {c.rank_by}"
-    if c.price_kind == "rental":
-        return "ranked by cost (USD per million samples, rented: each device's cheapest current rental price)"
-    s = pricing.settings
-    return (f"ranked by cost (USD per million samples, bought: purchase over {s.life_years:g} years of use, plus "
-            f"electricity at ${s.electricity_usd_per_kwh:g}/kWh and PUE {s.pue:g})")
+    return cost_note(c, pricing, "samples")
 
 
 def _purchase_usd(hw: Hardware, pricing: Pricing | None) -> float | None:
@@ -221,38 +202,6 @@ def _purchase_usd(hw: Hardware, pricing: Pricing | None) -> float | None:
 def purchase_price(pricing: Pricing | None) -> Callable[[Hardware], float | None]:
     """``hw -> its purchase price`` (``_purchase_usd``), for --max-price and ranking by price."""
     return lambda hw: _purchase_usd(hw, pricing)
-
-
-def _unpriced(c: Constraints, by_id: dict[str, Hardware], pricing: Pricing | None):
-    """Under price or cost ranking, or a budget: a recommendation without that price, set aside with why."""
-    if c.rank_by not in PRICED_RANKINGS and not c.budget_usd:
-        return None
-
-    def screen(r: Recommendation) -> Rejection | None:
-        if c.rank_by == "price" and r.price_usd is None:
-            return Rejection(hardware=r.hardware, reason=pricing.missing(by_id[r.hardware], PriceKind.PURCHASE))
-        if c.rank_by != "price" and r.usd_per_hour is None:
-            return Rejection(hardware=r.hardware, reason=r.no_price_reason or "no price")
-        return None
-
-    return screen
-
-
-def _over_budget(c: Constraints):
-    """With --budget: a recommendation whose fleet costs more (per hour rented, up front bought), rejected."""
-    if not c.budget_usd:
-        return None
-
-    def refuse(r: Recommendation) -> Rejection | None:
-        if c.price_kind == "rental":
-            spend, text = r.usd_per_hour, f"{r.replicas} x ${r.unit_price_usd:,.2f}/h = ${r.usd_per_hour:,.2f}/h"
-        else:
-            spend, text = r.up_front_usd, f"{r.replicas} x ${r.unit_price_usd:,.0f} = ${r.up_front_usd:,.0f} up front"
-        if spend is None or spend <= c.budget_usd:
-            return None
-        return Rejection(hardware=r.hardware, reason=f"{text} > budget {budget_text(c)}", closeness=c.budget_usd / spend)
-
-    return refuse
 
 
 def _predict_batches(workload_at, batches, dtype, hw, perf, c) -> list[Prediction]:

@@ -1,10 +1,10 @@
 """What the recommender returns, in base units (seconds, bytes, ops/s): one device at its operating point
-(``Recommendation``), the fewest devices of a kind for an LLM (``LLMRecommendation``), a device ruled out
-(``Rejection``) and the ranked whole (``RecommendResult``). The ``--json`` keys in ms, TOPS and GB are made in
-``render/json_units.py``.
+(``Recommendation``), the fewest devices of a kind for an LLM (``LLMRecommendation``), an LLM serving plan
+(``LLMServingRecommendation``), a device ruled out (``Rejection``) and the ranked whole (``RecommendResult``).
+The ``--json`` keys in ms, TOPS and GB are made in ``render/json_units.py``.
 
-Money (``CostFields``, on every model recommendation): ``usd_per_hour`` of all its devices, ``usd_per_million``
-``unit`` of work, and the price behind them (``price_kind``, ``price_source``, ``price_date``); all None where
+Money (``CostFields``, on every recommendation, models' and LLMs'): ``usd_per_hour`` of all its devices,
+``usd_per_million`` ``unit`` of work (samples, or generated tokens), and the price behind them (``price_kind``, ``price_source``, ``price_date``); all None where
 the device has no price of the kind asked for, with ``no_price_reason`` saying why."""
 
 from __future__ import annotations
@@ -81,10 +81,9 @@ class Recommendation(CostFields):
     power_mode: str | None = None    # a module's power mode the prediction is for (tdp_w is its budget)
 
 
-class LLMRecommendation(BaseModel):
-    """The fewest devices of one kind for an LLM."""
-
-    model_config = ConfigDict(frozen=True)
+class LLMRecommendation(CostFields):
+    """The fewest devices of one kind for an LLM; its costs per million generated tokens (``unit`` "tokens") of
+    ``burst_prompts`` requests served together, prefill and decode (``tokens_per_s_served``)."""
 
     hardware: str
     devices: int                 # tensor-parallel degree needed
@@ -98,7 +97,52 @@ class LLMRecommendation(BaseModel):
     price_usd: float | None      # all devices
     calibrated: bool
     why: str
+    kernels: str = "torch"       # --kernels as run: torch, fused, or an engine profile (llama.cpp:Q4_0, gpt-fast)
+    weight_dtype: str = "bf16"
+    act_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    ttft_kind: str = "burst"     # TTFT is the prefill of burst_prompts prompts in one pass
+    burst_prompts: int = 1
+    tokens_per_s_served: float | None = None  # generated tokens/s of all burst_prompts requests, prefill included
+    unit: str = "tokens"         # what usd_per_million counts: generated tokens
     power_mode: str | None = None  # a module's power mode the plan is for (total_tdp_w counts its budget)
+
+
+class LLMServingRecommendation(CostFields):
+    """One replica (``devices`` of one kind, tensor parallel) serving with continuous batching at the most
+        concurrent requests that keep the targets (``llm/serving.py`` says how each number is priced). Its costs are
+    those of ``replicas`` such replicas (one without a request rate), per million generated tokens."""
+
+    hardware: str
+    devices: int                      # per replica: the tensor-parallel degree
+    concurrent_requests: int          # requests served at once by one replica
+    limited_by: str                   # what stops one more: memory, token budget, decode rate, TTFT
+    tokens_per_s_per_request: float   # per-user decode rate (1 / step_s)
+    tokens_per_s: float               # generated tokens per second of the replica
+    tokens_per_s_per_gpu: float
+    requests_per_s: float             # requests one replica completes per second
+    ttft_s: float                     # one new prompt, chunked beside the running decodes
+    step_s: float                     # mean step: the decode step and the prompts' share
+    decode_step_s: float
+    prefill_s: float                  # one prompt alone
+    token_budget: int                 # tokens per step (vLLM's max_num_batched_tokens)
+    prompt: int
+    generate: int
+    kv_cache_bytes: float             # per device
+    memory_required_bytes: float      # per device
+    bound: str                        # of the decode step
+    kernels: str
+    weight_dtype: str
+    act_dtype: str
+    kv_dtype: str
+    total_tdp_w: float                # the replica's devices
+    tokens_per_s_per_watt: float      # generated tokens/s per watt of the replica's TDP
+    price_usd: float | None           # purchase price of the replica's devices
+    requests_per_s_target: float | None = None  # the rate the fleet serves (--requests-per-s; None: not asked)
+    fleet_devices: int = 1            # replicas x devices
+    unit: str = "tokens"              # what usd_per_million counts: generated tokens
+    calibrated: bool = False
+    why: str = ""
 
 
 class Rejection(BaseModel):
@@ -110,14 +154,15 @@ class Rejection(BaseModel):
 
 
 class RecommendResult(BaseModel):
-    """Ranked devices (``Recommendation``, or ``LLMRecommendation`` for ``recommend --llm``) and the rest with
-    why: ``rejected`` (fails a target, a filter or the budget) and ``no_price`` (meets the targets, but a ranking
-    by price or cost cannot rank a device without a price of that kind). ``notes``: how they were ranked, and
-    what the counts left out (operators counted as zero)."""
+    """Ranked devices (``Recommendation``; for ``recommend --llm`` ``LLMRecommendation``, or
+    ``LLMServingRecommendation`` for its serving plans) and the rest with why: ``rejected`` (fails a target, a
+    filter or the budget) and ``no_price`` (meets the targets, but a ranking by price or cost cannot rank a device
+    without a price of that kind). ``notes``: how they were ranked, and what the counts left out (operators
+    counted as zero)."""
 
     model_config = ConfigDict(frozen=True)
 
-    recommendations: list[Recommendation] | list[LLMRecommendation]
+    recommendations: list[Recommendation] | list[LLMRecommendation] | list[LLMServingRecommendation]
     rejected: list[Rejection]
     no_price: list[Rejection] = []
     constraints: Constraints

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from ..accuracy import ErrorBand
 from ..api import ModelAnalysis
 from ..llm.analysis import LLMAnalysis, PhaseResult
-from ..recommend import LLMRecommendation, Recommendation
+from ..recommend import LLMRecommendation, LLMServingRecommendation, Recommendation
 from ..recommend.results import CostFields
 from ..roofline import Prediction
 from ..validate.train_compare import TrainValidationReport
@@ -73,6 +73,10 @@ ADDED: dict[type, tuple[Key, ...]] = {
     LLMRecommendation: (Key("latency_ms", "tpot_s", ms), Key("ttft_ms", "ttft_s", ms),
                         Key("memory_required_gb", "memory_required_bytes", gb), Key("dtype", None),
                         Key("batch", None), Key("throughput_per_s", "tokens_per_s")),
+    LLMServingRecommendation: (Key("ttft_ms", "ttft_s", ms), Key("time_per_output_token_ms", "step_s", ms),
+                               Key("decode_step_ms", "decode_step_s", ms), Key("prefill_ms", "prefill_s", ms),
+                               Key("memory_required_gb", "memory_required_bytes", gb),
+                               Key("kv_cache_gb", "kv_cache_bytes", gb)),
     # each {measured, predicted}
     TrainValidationReport: (Key("step_time_ms", "step_time_s", ms), Key("forward_ms", "forward_s", ms),
                             Key("backward_ms", "backward_s", ms), Key("optimizer_ms", "optimizer_s", ms)),

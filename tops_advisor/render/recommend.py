@@ -213,27 +213,124 @@ def rejected_table(res: RecommendResult) -> Table:
     return t
 
 
+def _precision(r) -> str:
+    """An LLM row's precision: the weights, and the matrix products' where they differ ('int4/bf16')."""
+    return r.weight_dtype + (f"/{r.act_dtype}" if r.act_dtype != r.weight_dtype else "")
+
+
+def _devices(r, with_precision: bool) -> str:
+    return (f"{r.devices} x " if r.devices > 1 else "") + _device(r) + (f", {_precision(r)}" if with_precision else "")
+
+
+def _llm_title(res: RecommendResult, model: str, what: str) -> tuple[str, bool]:
+    """The title (the notes, the precision when every row has the same, else the KV cache's when that is) and
+    whether the rows name their precision."""
+    recs = res.recommendations
+    precisions = {(r.weight_dtype, r.act_dtype, r.kv_dtype) for r in recs}
+    kv = {r.kv_dtype for r in recs}
+    if len(precisions) == 1:
+        w, a, k = next(iter(precisions))
+        extra = [f"weights {w}" + (f", matrix products {a}" if a != w else "") + f", KV cache {k}"]
+    else:
+        extra = [f"weights/matrix products per row, KV cache {next(iter(kv))}"] if len(kv) == 1 else []
+    order = "cheapest first" if res.rank_by == "cost" else "best first"
+    return f"{model}: {what}, {order} ({'; '.join([*res.notes, *extra])})", len(precisions) > 1
+
+
 def llm_recommendations_table(res: RecommendResult, model: str) -> Table:
-    """Best first: devices (count x id), decode tokens/s per request, time to first token, memory per device, the
-    binding limit, tokens/s per kW of all devices' TDP (and per 1000 USD when ranking by price)."""
-    t = new_table(f"{model}: recommended, best first ({'; '.join(res.notes)})")
+    """Best first: devices (count x id), decode tokens/s per request, time to first token (a burst: every prompt of
+    the batch prefilled at once), memory per device, the binding limit, tokens/s per kW of all devices' TDP (and
+    per 1000 USD when ranking by price). Ranked by cost, the last column is USD per hour of the devices and per
+    million generated tokens instead."""
+    cost = res.rank_by == "cost"
+    title, row_precision = _llm_title(res, model, "recommended")
+    t = new_table(title)
     name_column(t, "devices", min_width=12)
     number_column(t, "tokens/s\nper req.")
-    number_column(t, "TTFT")
+    burst = max((r.burst_prompts for r in res.recommendations), default=1) > 1
+    number_column(t, "burst\nTTFT" if burst else "TTFT")
     number_column(t, "GB per\ndevice")
     word_column(t, "bound")
-    number_column(t, "tokens/s\nper kW")
+    if cost:
+        number_column(t, "USD\nper hour")
+        number_column(t, "USD per M\ntokens")
+    else:
+        number_column(t, "tokens/s\nper kW")
     priced = res.rank_by == "price"
     if priced:
         number_column(t, "tokens/s\nper k$")
     for r in res.recommendations:
-        row = [(f"{r.devices} x " if r.devices > 1 else "") + _device(r), f"{r.tokens_per_s:,.1f}",
-               format_seconds(r.ttft_s), f"{r.memory_required_bytes / 1e9:,.1f}", r.bound,
-               f"{r.tokens_per_s_per_watt * 1e3:,.1f}"]
+        row = [_devices(r, row_precision), f"{r.tokens_per_s:,.1f}",
+               format_seconds(r.ttft_s), f"{r.memory_required_bytes / 1e9:,.1f}", r.bound]
+        row += [fmt_dollars(r.usd_per_hour), fmt_dollars(r.usd_per_million)] if cost else \
+            [f"{r.tokens_per_s_per_watt * 1e3:,.1f}"]
         if priced:
             row.append(f"{r.tokens_per_s / r.price_usd * 1e3:,.1f}" if r.price_usd else "-")
         t.add_row(*row)
     return t
+
+
+# what stops one more request, in one short word: the per-user decode rate, the step token budget, ...
+LIMIT_WORDS = {"decode rate": "rate", "token budget": "budget", "memory": "memory", "TTFT": "TTFT"}
+LIMIT_HEADER = "limit"
+
+
+def serving_table(res: RecommendResult, model: str, width: int = NARROW_COLUMNS) -> Table:
+    """Serving plans, best first: one replica (count x id), requests it serves at once and what stops one more,
+    tokens/s per request, TTFT (one new prompt, chunked beside the decodes), tokens/s per GPU, USD per million
+    generated tokens (rented or bought, as asked), and with a request rate the replicas and the fleet's USD per
+    hour. Where that is
+    wider than ``width`` columns (device ids whole), the limit column is left out (``--json``: ``limited_by``)."""
+    table = _serving_table(res, model, with_limit=True)
+    return table if natural_width(table) <= width else _serving_table(res, model, with_limit=False)
+
+
+def has_limit_column(table: Table) -> bool:
+    return any(c.header == LIMIT_HEADER for c in table.columns)
+
+
+def _serving_table(res: RecommendResult, model: str, with_limit: bool) -> Table:
+    title, row_precision = _llm_title(res, model, "serving plans (continuous batching)")
+    t = new_table(title)
+    recs = res.recommendations
+    name_column(t, "replica", min_width=12)
+    number_column(t, "req.\nat once")
+    if with_limit:
+        word_column(t, LIMIT_HEADER)
+    number_column(t, "tokens/s\nper req.")
+    number_column(t, "TTFT")
+    number_column(t, "tokens/s\nper GPU")
+    priced = any(r.usd_per_million is not None for r in recs)
+    fleet = any(r.requests_per_s_target is not None for r in recs)
+    if priced:
+        number_column(t, "$ per M\ntokens")
+    if fleet:
+        number_column(t, "repli-\ncas")
+    hourly = priced and (fleet or res.rank_by == "cost")
+    if hourly:
+        number_column(t, "fleet\n$/hour" if fleet else "$ per\nhour")
+    for r in recs:
+        row = [_devices(r, row_precision), f"{r.concurrent_requests:,}"]
+        if with_limit:
+            row.append(LIMIT_WORDS.get(r.limited_by, r.limited_by))
+        row += [f"{r.tokens_per_s_per_request:,.1f}", format_seconds(r.ttft_s), f"{r.tokens_per_s_per_gpu:,.0f}"]
+        if priced:
+            row.append(fmt_dollars(r.usd_per_million))
+        if fleet:
+            row.append(f"{r.replicas:,}")
+        if hourly:
+            row.append(fmt_dollars(r.usd_per_hour))
+        t.add_row(*row)
+    return t
+
+
+def serving_lines(table: Table) -> list[str]:
+    """What a serving table's TTFT and limit mean."""
+    limit = ("limit: what stops one more request (rate: the per-request tokens/s, budget: the step's tokens, "
+             "memory, TTFT)") if has_limit_column(table) else \
+        "limit column left out at this width: a wider terminal or --json (limited_by) gives what stops one more"
+    return ["TTFT: a prompt arriving alone, prefilled in chunks beside the running requests (arrivals in a burst "
+            "wait for each other: without --serving, --batch N gives the burst TTFT of N prompts at once)", limit]
 
 
 def render_recommendations(res: RecommendResult, out) -> None:
@@ -256,14 +353,23 @@ def render_recommendations(res: RecommendResult, out) -> None:
 
 
 def render_llm_recommendations(res: RecommendResult, model: str, out) -> None:
-    """``recommend --llm``'s output on the rich console ``out``."""
-    out.print(llm_recommendations_table(res, model))
-    for line in (calibration_line(res), power_mode_line(res)):
+    """``recommend --llm``'s output on the rich console ``out`` (serving plans, or the fewest devices)."""
+    from ..recommend import LLMServingRecommendation
+
+    serving = bool(res.recommendations) and isinstance(res.recommendations[0], LLMServingRecommendation)
+    table = serving_table(res, model, out.width) if serving else llm_recommendations_table(res, model)
+    out.print(table)
+    lines = [calibration_line(res), power_mode_line(res)] + (serving_lines(table) if serving else [])
+    if not serving and any(r.bound == "compute" for r in res.recommendations):
+        lines.append("compute-bound decode at a small batch: the matrix products' tensor-core tiles run mostly "
+                     "empty (one row per sequence), not the arithmetic saturated; 'tops-advisor llm MODEL -H DEVICE' "
+                     "shows the split")
+    for line in lines:
         if line:
             bullet(out, line, mark=" ", style="dim")
-    if any(r.bound == "compute" for r in res.recommendations):
-        bullet(out, "compute-bound decode at a small batch: the matrix products' tensor-core tiles run mostly "
-                    "empty (one row per sequence), not the arithmetic saturated; 'tops-advisor llm MODEL -H DEVICE' "
-                    "shows the split", mark=" ", style="dim")
+    if res.rank_by == "cost":
+        out.print(prices_table(res))
+    if res.no_price:
+        out.print(no_price_table(res))
     if res.rejected:
         out.print(rejected_table(res))
