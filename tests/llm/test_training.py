@@ -16,11 +16,11 @@ from tops_advisor.train.predict import predict_training
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 176, "num_attention_heads": 4,
         "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 512, "max_position_embeddings": 256,
         "tie_word_embeddings": False}
-H, Q, KV, I, HEADS, D, V, L = 64, 64, 32, 176, 4, 16, 512, 2
+H, Q, KV, INTER, HEADS, D, V, L = 64, 64, 32, 176, 4, 16, 512, 2
 B, S = 2, 64
 T = B * S
-LINEARS = {"q_proj": (Q, H), "k_proj": (KV, H), "v_proj": (KV, H), "o_proj": (H, Q), "gate_proj": (I, H),
-           "up_proj": (I, H), "down_proj": (H, I)}   # name: (out, in)
+LINEARS = {"q_proj": (Q, H), "k_proj": (KV, H), "v_proj": (KV, H), "o_proj": (H, Q), "gate_proj": (INTER, H),
+           "up_proj": (INTER, H), "down_proj": (H, INTER)}   # name: (out, in)
 
 
 def tiny(**changes):
@@ -81,7 +81,7 @@ def test_saved_activations_by_hand_bf16():
     k rotated, v, the attention output 2 bytes each, the log-sum-exp 4 per head; gate, act, up, product)."""
     tw = build_training(tiny(), B, S, TrainSetup(precision="bf16"))
     norm = T * (4 * H + 4 + 2 * H + 2 * H)
-    layer = 2 * norm + T * (2 * Q + 2 * KV + 2 * KV + 2 * Q + 4 * HEADS) + 4 * 2 * T * I
+    layer = 2 * norm + T * (2 * Q + 2 * KV + 2 * KV + 2 * Q + 4 * HEADS) + 4 * 2 * T * INTER
     tables = 2 * S * D * 2                        # cos and sin, (1, seq, head_dim), shared by every layer
     logp = T * V * 2
     m = tw.memory
@@ -97,7 +97,7 @@ def test_fp32_also_keeps_the_residual_stream():
     norm) instead of an fp32 copy, and the normalised rows are fp32."""
     tw = build_training(tiny(), B, S, TrainSetup(precision="fp32"))
     norm = T * (4 * H + 4 + 4 * H + 4 * H)
-    layer = 2 * norm + T * 4 * (2 * Q + 2 * KV) + T * 4 * HEADS + 4 * 4 * T * I
+    layer = 2 * norm + T * 4 * (2 * Q + 2 * KV) + T * 4 * HEADS + 4 * 4 * T * INTER
     assert tw.memory.activations == L * layer + norm + 2 * S * D * 4 + T * V * 4
     assert not [op for op in _ops(tw, Phase.FORWARD) if op.name.endswith((".to_fp32", ".to_dtype"))]
 

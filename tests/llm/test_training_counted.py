@@ -111,10 +111,10 @@ def test_tinyllama_model_file_matrix_products_agree():
     T = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(T)
 
-    cfg = config_from_dict({"model_type": "llama", "hidden_size": T.HIDDEN, "intermediate_size": T.INTERMEDIATE,
-                            "num_attention_heads": T.HEADS, "num_key_value_heads": T.KV_HEADS, "num_hidden_layers": 2,
-                            "vocab_size": T.VOCAB, "tie_word_embeddings": False}, name="tinyllama-2",
-                           use_transformers=False)
+    raw = {"model_type": "llama", "hidden_size": T.HIDDEN, "intermediate_size": T.INTERMEDIATE,
+           "num_attention_heads": T.HEADS, "num_key_value_heads": T.KV_HEADS, "num_hidden_layers": 2,
+           "vocab_size": T.VOCAB, "tie_word_embeddings": False}
+    cfg = config_from_dict(raw, name="tinyllama-2", use_transformers=False)
     built = _flops(build_training(cfg, 1, T.SEQUENCE, TrainSetup("bf16")))
     flops = _flops(counted)
     for key in ((Phase.FORWARD, "matmul"), (Phase.BACKWARD, "matmul"), (Phase.FORWARD, "attention")):

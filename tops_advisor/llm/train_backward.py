@@ -32,7 +32,7 @@ from ..workload import GemmShape, OpRecord
 from .config import LLMConfig
 from .train_backward_ops import ProductsAndNorms
 from .train_forward import CAST, TrainPrecision, recompute_ops
-from .train_graph import Node
+from .train_graph import Node, NodeKind
 from .train_memory import Live, Saved
 
 FLASH_BACKWARD_FACTOR = 2.5
@@ -131,7 +131,7 @@ class StepGraph(ProductsAndNorms):
 
     def _outputs(self, node: Node) -> None:
         rg = any(self.rg.get(x, False) for x in node.inputs) or node.trainable or node.adapted
-        if node.kind == "embedding" and self.setup.checkpointing:
+        if node.kind == NodeKind.EMBEDDING and self.setup.checkpointing:
             rg = True   # transformers' checkpointing makes the embedding's output require grad (LoRA's too)
         outs = node.parts or ((node.name, node.elems),)
         for name, elems in outs:
@@ -188,7 +188,8 @@ class StepGraph(ProductsAndNorms):
         keys = []
         for x, tag in zip(node.inputs, ("q", "k", "v"), strict=True):
             cast = self.elem[x] != self.lb   # autocast casts an fp32 input (the rotated q and k)
-            keys.append((f"{node.name}#{tag}16", self.size[x] / self.elem[x] * self.lb) if cast else (x, self.size[x]))
+            own = (f"{node.name}#{tag}16", self.size[x] / self.elem[x] * self.lb)
+            keys.append(own if cast else (x, self.size[x]))
         return keys + [(node.name, self.size[node.name]), (f"{node.name}#lse", self.t * node.heads * 4.0)]
 
     def _saved_act(self, node: Node) -> list[tuple[str, float]]:
@@ -219,7 +220,7 @@ class StepGraph(ProductsAndNorms):
                 self._recompute(node.layer)
             layer = node.layer
             g = self.grads.pop(node.name, None)
-            if g is not None or node.kind == "split":
+            if g is not None or node.kind == NodeKind.SPLIT:
                 getattr(self, f"_backward_{node.kind}")(node, g)
             self.drop(g)
             for key in self._kept.pop(node.name, []):

@@ -20,7 +20,8 @@ class ProductsAndNorms:
         (r x k) and, when the input needs one, its data gradient (m x k): returned for the sum with the base's."""
         m, n, k, lb, r = node.m, node.n, node.k, self.lb, self.setup.lora.rank
         mm, dt = "aten.mm", self.tp.matmul_dtype
-        scaled = self.op("aten.mul", "elementwise", f"{node.name}.lora", m * n, m * n * lb, m * n * lb, out=m * n * lb)
+        scaled = self.op("aten.mul", "elementwise", f"{node.name}.lora", m * n, m * n * lb, m * n * lb,
+                         out=m * n * lb)
         self.op(mm, "matmul", f"{node.name}.lora_B.wgrad", 2.0 * m * n * r, (m * n + m * r) * lb, n * r * self.pb,
                 gemm=GemmShape(n, r, m), dtype=dt, grads=n * r * self.pb)
         ga = self.op(mm, "matmul", f"{node.name}.lora_B.dgrad", 2.0 * m * n * r, (m * n + n * r) * lb, m * r * lb,
@@ -122,8 +123,9 @@ class ProductsAndNorms:
         x, e, rows, w, s = node.inputs[0], node.elems, node.rows, node.width, node.nbytes
         x_rg, tr = self.rg[x], node.trainable
         flops = (LAYER_NORM_BACKWARD if x_rg else 0.0) * e + (LAYER_NORM_BACKWARD_AFFINE if tr else 0.0) * e
+        written = (e * s if x_rg else 0.0) + (2 * w * self.pb if tr else 0.0)
         gx = self.op("aten.native_layer_norm_backward", "norm", node.name, flops,
-                     2 * e * s + 2 * rows * FP32 + w * self.pb, (e * s if x_rg else 0.0) + (2 * w * self.pb if tr else 0.0),
-                     out=e * s if x_rg else 0.0, grads=2 * w * self.pb if tr else 0.0)
+                     2 * e * s + 2 * rows * FP32 + w * self.pb, written, out=e * s if x_rg else 0.0,
+                     grads=2 * w * self.pb if tr else 0.0)
         if x_rg:
             self.give(x, gx, s)

@@ -13,9 +13,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..kinds import StrEnum
 from ..train import TrainSetup
 from .config import LLMConfig
 from .train_forward import LOWER_INPUT, TrainPrecision, lora_targets
+
+
+class NodeKind(StrEnum):
+    """What a node is (``train_backward.StepGraph`` has one ``_saved_<kind>`` and ``_backward_<kind>`` each)."""
+
+    EMBEDDING = "embedding"
+    NORM = "norm"
+    LINEAR = "linear"
+    SPLIT = "split"          # a fused qkv projection's output split in q, k, v
+    ROTARY = "rotary"
+    ATTENTION = "attention"
+    ACT = "act"
+    MUL = "mul"              # the gated MLP's product
+    ADD = "add"              # a residual add (or the embeddings' sum)
+    LOSS = "loss"
 
 
 @dataclass(frozen=True)
@@ -24,7 +40,7 @@ class Node:
     reads; ``elems`` and ``nbytes`` the output's elements and bytes per element; ``trainable``: its own
     parameters get gradients; ``layer``: the decoder layer it belongs to (None outside the layers)."""
 
-    kind: str
+    kind: NodeKind
     name: str
     inputs: tuple[str, ...]
     elems: float
@@ -51,13 +67,13 @@ class Node:
 
 def _norm(cfg: LLMConfig, tp: TrainPrecision, name: str, x: str, rows: int, width: int, full: bool,
           layer: int | None) -> Node:
-    return Node("norm", name, (x,), rows * width, tp.stream_bytes, full, layer, rows=rows, width=width,
+    return Node(NodeKind.NORM, name, (x,), rows * width, tp.stream_bytes, full, layer, rows=rows, width=width,
                 rms=cfg.norm == "rmsnorm")
 
 
 def _linear(tp: TrainPrecision, setup: TrainSetup, name: str, short: str, x: str, m: int, n: int, k: int,
             bias: bool, layer: int | None) -> Node:
-    return Node("linear", name, (x,), m * n, tp.lower_bytes, setup.lora is None, layer, m=m, n=n, k=k, bias=bias,
+    return Node(NodeKind.LINEAR, name, (x,), m * n, tp.lower_bytes, setup.lora is None, layer, m=m, n=n, k=k, bias=bias,
                 adapted=lora_targets(name, setup.lora), cast_input=tp.autocast and short not in LOWER_INPUT)
 
 
@@ -83,17 +99,17 @@ class _Nodes:
         return self.add(_linear(self.tp, self.setup, name, name.rsplit(".", 1)[-1], x, self.t, n, k, bias,
                                 self.layer))
 
-    def node(self, kind: str, name: str, inputs: tuple[str, ...], elems: float, nbytes: float, **kw) -> str:
+    def node(self, kind: NodeKind, name: str, inputs: tuple[str, ...], elems: float, nbytes: float, **kw) -> str:
         return self.add(Node(kind, name, inputs, elems, nbytes, layer=self.layer, **kw))
 
     def embed(self) -> str:
         cfg, t, h = self.cfg, self.t, self.cfg.hidden_size
-        x = self.node("embedding", "embed_tokens", (), t * h, self.tp.stream_bytes, rows=cfg.vocab_size, width=h,
+        x = self.node(NodeKind.EMBEDDING, "embed_tokens", (), t * h, self.tp.stream_bytes, rows=cfg.vocab_size, width=h,
                       trainable=self.full)
         if cfg.position == "learned":
-            wpe = self.node("embedding", "wpe", (), t * h, self.tp.stream_bytes,
+            wpe = self.node(NodeKind.EMBEDDING, "wpe", (), t * h, self.tp.stream_bytes,
                             rows=cfg.max_position_embeddings or self.seq, width=h, trainable=self.full)
-            x = self.node("add", "embed", (x, wpe), t * h, self.tp.stream_bytes)
+            x = self.node(NodeKind.ADD, "embed", (x, wpe), t * h, self.tp.stream_bytes)
         return x
 
     def attention(self, mod: str, y: str) -> str:
@@ -104,7 +120,7 @@ class _Nodes:
         if cfg.fused_qkv:
             qkv = self.linear(f"{sa}.qkv_proj", y, q_n + 2 * kv_n, h, cfg.qkv_bias)
             parts = ((f"{sa}.q", t * q_n), (f"{sa}.k", t * kv_n), (f"{sa}.v", t * kv_n))
-            self.node("split", f"{sa}.split", (qkv,), t * (q_n + 2 * kv_n), lb, parts=parts)
+            self.node(NodeKind.SPLIT, f"{sa}.split", (qkv,), t * (q_n + 2 * kv_n), lb, parts=parts)
             q, k, v = (p[0] for p in parts)
         else:
             q = self.linear(f"{sa}.q_proj", y, q_n, h, cfg.qkv_bias)
@@ -114,10 +130,10 @@ class _Nodes:
             q = self.norm(f"{sa}.q_norm", q, t * heads, d)
             k = self.norm(f"{sa}.k_norm", k, t * kv_heads, d)
         if cfg.position == "rotary":
-            q = self.node("rotary", f"{sa}.rotary.q", (q,), t * q_n, self.tp.stream_bytes, heads=heads, head_dim=d)
-            k = self.node("rotary", f"{sa}.rotary.k", (k,), t * kv_n, self.tp.stream_bytes, heads=kv_heads,
+            q = self.node(NodeKind.ROTARY, f"{sa}.rotary.q", (q,), t * q_n, self.tp.stream_bytes, heads=heads, head_dim=d)
+            k = self.node(NodeKind.ROTARY, f"{sa}.rotary.k", (k,), t * kv_n, self.tp.stream_bytes, heads=kv_heads,
                           head_dim=d)
-        o = self.node("attention", f"{sa}.attn", (q, k, v), t * q_n, lb, heads=heads, kv_heads=kv_heads, head_dim=d)
+        o = self.node(NodeKind.ATTENTION, f"{sa}.attn", (q, k, v), t * q_n, lb, heads=heads, kv_heads=kv_heads, head_dim=d)
         return self.linear(f"{sa}.o_proj", o, h, q_n, cfg.o_bias)
 
     def mlp(self, mod: str, y: str) -> str:
@@ -126,11 +142,11 @@ class _Nodes:
         if cfg.gated_mlp:
             gate = self.linear(f"{m}.gate_proj", y, i, h, cfg.mlp_bias)
             up = self.linear(f"{m}.up_proj", y, i, h, cfg.mlp_bias)
-            a = self.node("act", f"{m}.act_fn", (gate,), t * i, lb, act=cfg.hidden_act)
-            p = self.node("mul", f"{m}.mul", (a, up), t * i, lb)
+            a = self.node(NodeKind.ACT, f"{m}.act_fn", (gate,), t * i, lb, act=cfg.hidden_act)
+            p = self.node(NodeKind.MUL, f"{m}.mul", (a, up), t * i, lb)
             return self.linear(f"{m}.down_proj", p, h, i, cfg.mlp_bias)
         fc = self.linear(f"{m}.c_fc", y, i, h, cfg.mlp_bias)
-        a = self.node("act", f"{m}.act", (fc,), t * i, lb, act=cfg.hidden_act)
+        a = self.node(NodeKind.ACT, f"{m}.act", (fc,), t * i, lb, act=cfg.hidden_act)
         return self.add(_linear(self.tp, self.setup, f"{m}.c_proj", "fc_out", a, t, h, i, cfg.mlp_bias, self.layer))
 
     def decoder_layer(self, i: int, x: str) -> str:
@@ -140,13 +156,13 @@ class _Nodes:
         o = self.attention(mod, self.norm(f"{mod}.input_layernorm", x))
         if cfg.norms_per_layer == 4:   # Gemma-2/3: norm the branch, add, norm before the MLP
             o = self.norm(f"{mod}.post_attention_layernorm", o)
-            mid = self.node("add", f"{mod}.attn_residual", (x, o), t * h, s)
+            mid = self.node(NodeKind.ADD, f"{mod}.attn_residual", (x, o), t * h, s)
             d = self.mlp(mod, self.norm(f"{mod}.pre_feedforward_layernorm", mid))
             d = self.norm(f"{mod}.post_feedforward_layernorm", d)
         else:
-            mid = self.node("add", f"{mod}.attn_residual", (x, o), t * h, s)
+            mid = self.node(NodeKind.ADD, f"{mod}.attn_residual", (x, o), t * h, s)
             d = self.mlp(mod, self.norm(f"{mod}.post_attention_layernorm", mid))
-        out = self.node("add", f"{mod}.mlp_residual", (mid, d), t * h, s)
+        out = self.node(NodeKind.ADD, f"{mod}.mlp_residual", (mid, d), t * h, s)
         self.layer = None
         return out
 
@@ -154,11 +170,11 @@ class _Nodes:
         cfg, t = self.cfg, self.t
         y = self.norm("norm", x)
         tied = cfg.tie_word_embeddings
-        logits = self.add(Node("linear", "lm_head", (y,), t * cfg.vocab_size, self.tp.lower_bytes,
+        logits = self.add(Node(NodeKind.LINEAR, "lm_head", (y,), t * cfg.vocab_size, self.tp.lower_bytes,
                                self.full, m=t, n=cfg.vocab_size, k=cfg.hidden_size, tied=tied,
                                adapted=lora_targets("lm_head", self.setup.lora), cast_input=self.tp.autocast))
         logp_bytes = 4.0 if self.tp.autocast else self.tp.lower_bytes   # autocast: log_softmax in fp32
-        self.node("loss", "loss", (logits,), 1, logp_bytes, rows=t, width=cfg.vocab_size)
+        self.node(NodeKind.LOSS, "loss", (logits,), 1, logp_bytes, rows=t, width=cfg.vocab_size)
 
 
 def model_nodes(cfg: LLMConfig, tp: TrainPrecision, setup: TrainSetup, batch: int, seq: int) -> list[Node]:

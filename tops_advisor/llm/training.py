@@ -16,16 +16,16 @@ from pathlib import Path
 
 from .. import opcosts as O
 from ..errors import InputError
-from ..kinds import Phase
+from ..kinds import OpKind, Phase
 from ..train import TrainingWorkload, TrainSetup
-from ..train.optimizer import UNSCALE, optimizer_step
+from ..train.optimizer import UNSCALE, OptimizerStep, optimizer_step
 from ..workload import Note, NoteKind, OpRecord, Workload
 from .builder import check_sizes
 from .config import LLMConfig
 from .load import load_config
 from .train_backward import TOKEN_ID_BYTES, StepGraph
 from .train_forward import TRAIN_PRECISION, TrainPrecision, check_trainable, forward_ops
-from .train_graph import Node, model_nodes
+from .train_graph import Node, NodeKind, model_nodes
 from .train_memory import Live
 
 # Workload.dtype by training precision (as counting/training/step.py's COUNT_AS names them)
@@ -46,16 +46,16 @@ def parameters(nodes: list[Node], setup: TrainSetup) -> list[Param]:
     beside the layer they adapt."""
     out = []
     for node in nodes:
-        if node.kind == "embedding":
+        if node.kind == NodeKind.EMBEDDING:
             out.append(Param(node.name, node.rows * node.width, node.trainable))
-        elif node.kind == "norm":
+        elif node.kind == NodeKind.NORM:
             out += [Param(f"{node.name}.{w}", node.width, node.trainable) for w in (("weight",) if node.rms
                                                                                    else ("weight", "bias"))]
-        elif node.kind == "linear" and not node.tied:
+        elif node.kind == NodeKind.LINEAR and not node.tied:
             out.append(Param(f"{node.name}.weight", node.n * node.k, node.trainable))
             if node.bias:
                 out.append(Param(f"{node.name}.bias", node.n, node.trainable))
-        if node.kind == "linear" and node.adapted:
+        if node.kind == NodeKind.LINEAR and node.adapted:
             r = setup.lora.rank
             out += [Param(f"{node.name}.lora_A", r * node.k, True), Param(f"{node.name}.lora_B", node.n * r, True)]
     return out
@@ -99,7 +99,7 @@ def build_training(cfg: LLMConfig, batch: int, seq: int, setup: TrainSetup | Non
     live = Live(weights=sum(p.numel for p in params) * tp.param_bytes, optimizer_state=opt.state_bytes,
                 inputs=2.0 * t * TOKEN_ID_BYTES)
     graph = StepGraph(cfg, tp, setup, batch, seq, nodes, live, ops,
-                      {op.module: op for op in ops if op.kind == "attention"})
+                      {op.module: op for op in ops if op.kind == OpKind.ATTENTION})
     graph.forward()
     logits = t * cfg.vocab_size * tp.lower_bytes
     live.alloc("activations", logits)
@@ -107,11 +107,11 @@ def build_training(cfg: LLMConfig, batch: int, seq: int, setup: TrainSetup | Non
     graph.backward(logits)
     _optimizer(ops, opt, live)
     if setup.precision == "tf32":   # the builder's products are fp32: TF32 runs them
-        ops = [replace(op, dtype="tf32") if op.kind == "matmul" and op.dtype == "fp32" else op for op in ops]
+        ops = [replace(op, dtype="tf32") if op.kind == OpKind.MATMUL and op.dtype == "fp32" else op for op in ops]
     return _assemble(cfg, batch, seq, setup, tp, ops, params, live, graph, opt.tensors)
 
 
-def _optimizer(ops: list[OpRecord], opt, live: Live) -> None:
+def _optimizer(ops: list[OpRecord], opt: OptimizerStep, live: Live) -> None:
     """The optimizer's operators after the backward; foreach Adam's sqrt(v) list is alive from its pass to
     the last (the high-water mark of a weight-bound step)."""
     start = len(ops)
@@ -146,8 +146,8 @@ def _assemble(cfg: LLMConfig, batch: int, seq: int, setup: TrainSetup, tp: Train
 # autograd nodes behind each forward node in Hugging Face's code: a linear is view, t, mm, view; RMSNorm
 # six (eight with its casts at 16 bits); rotary mul, neg, two slices, cat, mul, add; attention the views and
 # transposes of q, k, v and of its output around one node; the loss its flatten, log-softmax and NLL.
-_NODES = {"embedding": 1, "linear": 4, "rotary": 7, "attention": 9, "act": 1, "mul": 1, "add": 1, "split": 1,
-          "loss": 3}
+_NODES = {NodeKind.EMBEDDING: 1, NodeKind.LINEAR: 4, NodeKind.ROTARY: 7, NodeKind.ATTENTION: 9, NodeKind.ACT: 1,
+          NodeKind.MUL: 1, NodeKind.ADD: 1, NodeKind.SPLIT: 1, NodeKind.LOSS: 3}
 _ADAPTER_NODES = 10   # A and B (four each), the scale and the sum
 
 
@@ -158,7 +158,7 @@ def autograd_nodes(nodes: list[Node], rg: dict[str, bool], tp: TrainPrecision, t
     for node in nodes:
         if not rg.get(node.parts[0][0] if node.parts else node.name):
             continue
-        if node.kind == "norm":
+        if node.kind == NodeKind.NORM:
             total += (6 if tp.stream_bytes == 4 else 8) if node.rms else 1
         else:
             total += _NODES.get(node.kind, 1) + (_ADAPTER_NODES if node.adapted else 0)
@@ -171,9 +171,9 @@ def module_calls(nodes: list[Node], cfg: LLMConfig) -> int:
     activation; a LoRA-adapted linear is four (the wrapper, the base, A, B)."""
     calls = 4 + 3 * cfg.num_layers   # the model, its body, the embedding, the rotary (or position) table
     for node in nodes:
-        if node.kind in ("norm", "act"):
+        if node.kind in (NodeKind.NORM, NodeKind.ACT):
             calls += 1
-        elif node.kind == "linear":
+        elif node.kind == NodeKind.LINEAR:
             calls += 4 if node.adapted else 1
     return calls
 
