@@ -154,8 +154,9 @@ def test_precisions():
     assert amp.workload.dtype == "amp" and amp.memory.weights == tiny().params * 4
     assert {op.dtype for op in amp.workload.ops if op.kind == "matmul"} == {"fp16"}
     casts = [op for op in _ops(amp, Phase.FORWARD) if op.name == "aten._to_copy"]
-    # autocast casts each product's fp32 input (not o_proj's or down_proj's) and weight, and attention's q, k
-    assert len(casts) == L * (5 + 7 + 2) + 2
+    # autocast casts each product's fp32 input (not o_proj's or down_proj's) and weight, attention's q and k;
+    # the head its input and weight, cross-entropy the logits (it is on autocast's fp32 list)
+    assert len(casts) == L * (5 + 7 + 2) + 2 + 1
     assert amp.sync_op > 0 and amp.workload.ops[amp.sync_op - 1].name.startswith("aten._amp_foreach")
     tf32 = build_training(tiny(), B, S, TrainSetup(precision="tf32"))
     assert {op.dtype for op in tf32.workload.ops if op.kind == "matmul"} == {"tf32"}

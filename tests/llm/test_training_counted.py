@@ -83,10 +83,8 @@ def test_operations_agree_with_the_counted_model(config_dir, name):
                                                                      rel=0.03)
 
 
-@pytest.mark.parametrize("name", [n for n in SETUPS if n != "amp"])
+@pytest.mark.parametrize("name", SETUPS)
 def test_memory_agrees_with_the_counted_model(config_dir, name):
-    """Under ``amp`` the two differ on purpose: counting casts below autograd, so its timeline misses what
-    torch.autocast makes autograd save (each product's 16-bit input and weight); the analytic step keeps them."""
     setup = SETUPS[name]
     counted = _count(config_dir, setup).memory
     built = build_training(config_from_dict(TINY, name="tiny", use_transformers=False), BATCH, SEQ, setup).memory

@@ -54,14 +54,6 @@ def test_launches_follow_multi_tensor_apply_packing(numels, depth, scalar_list, 
                                                                                             scalar_list, limits)
 
 
-def test_launches_by_hand():
-    assert multi_tensor_launches([1] * 110, 1) == 1          # 110 tensor slots at depth 1: one full launch
-    assert multi_tensor_launches([1] * 111, 1) == 2
-    assert multi_tensor_launches([1] * 97, 1, scalar_list=True) == 2   # 96 slots with a scalar list
-    assert multi_tensor_launches([320 * 65536], 2) == 1      # 320 chunks fill one launch's blocks exactly
-    assert multi_tensor_launches([320 * 65536 + 1], 2) == 2
-
-
 def test_tinyllama_foreach_passes_launch_53_kernels():
     """The training-step study (benchmarks/studies/training-step/README.md, "Optimizer step"): 53 launches per
     foreach pass over TinyLlama's 1.1e9 parameters (201 tensors, 16,796 chunks -> ceil(16,796 / 320))."""

@@ -26,6 +26,7 @@ forward (one layer at a time) before its backward, as transformers' non-reentran
 
 from __future__ import annotations
 
+from .. import opcosts as O
 from ..kinds import Phase
 from ..train import TrainSetup
 from ..workload import GemmShape, OpRecord
@@ -38,18 +39,16 @@ from .train_memory import Live, Saved
 FLASH_BACKWARD_FACTOR = 2.5
 FLASH_BACKWARD = "aten._scaled_dot_product_flash_attention_backward"
 EFFICIENT_BACKWARD = "aten._scaled_dot_product_efficient_attention_backward"
-# Operations per element of the backward kernels (the same rules as opcosts.py): an activation's gradient
-# from its input, PyTorch's CUDA formulas (aten/src/ATen/native/cuda/ActivationSiluKernel.cu,
-# ActivationGeluCore.cuh): silu g * s * (1 + x (1 - s)) with s = sigmoid(x) (4): 9; gelu (erf) 11; the tanh
-# form 18; relu's threshold 2. Log-softmax's g - exp(y) * sum(g): 4. LayerNorm's input gradient 10 per
-# element, its weight and bias gradients 5.
-ACT_BACKWARD = {"silu": 9.0, "swish": 9.0, "gelu": 11.0, "gelu_new": 18.0, "gelu_pytorch_tanh": 18.0,
-                "gelu_fast": 18.0, "gelu_tanh": 18.0, "relu": 2.0}
+# Operations per element of an activation's gradient, by the config's name (opcosts' backward counts, the
+# ones counting's handles use)
+ACT_BACKWARD = {"silu": O.SILU_BACKWARD, "swish": O.SILU_BACKWARD, "gelu": O.GELU_BACKWARD,
+                "gelu_new": O.GELU_TANH_BACKWARD, "gelu_pytorch_tanh": O.GELU_TANH_BACKWARD,
+                "gelu_fast": O.GELU_TANH_BACKWARD, "gelu_tanh": O.GELU_TANH_BACKWARD, "relu": O.RELU_BACKWARD,
+                "sigmoid": O.SIGMOID_BACKWARD}
 # Tensors an activation keeps for the backward, of the activation's size: one (its input) for a fused kernel;
 # transformers' NewGELUActivation / FastGELUActivation write the tanh form out in Python (pow, tanh, products),
 # keeping its input, the tanh, 0.5 x and 1 + tanh.
 ACT_SAVED = {"gelu_new": 4, "gelu_fast": 4}
-LOG_SOFTMAX_BACKWARD = 4.0
 TOKEN_ID_BYTES = 8
 
 
@@ -237,13 +236,15 @@ class StepGraph(ProductsAndNorms):
         self.live.mark(len(self.ops) - 1, Phase.BACKWARD)
 
     def _backward_loss(self, node: Node, g: int) -> None:
-        t, v, lp, lb = node.rows, node.width, node.nbytes, self.lb
+        """NLL's gradient (zeros with -1/T at each label) and log-softmax's, at the log-probabilities' dtype;
+        under autocast ``give`` casts it back to the 16-bit logits."""
+        t, v, lp = node.rows, node.width, node.nbytes
         g1 = self.op("aten.nll_loss_backward", "elementwise", "loss", float(t), t * 4.0 + t * TOKEN_ID_BYTES,
                      t * v * lp, out=t * v * lp)
-        g2 = self.op("aten._log_softmax_backward_data", "softmax", "loss", LOG_SOFTMAX_BACKWARD * t * v,
-                     2 * t * v * lp, t * v * lb, out=t * v * lb)
+        g2 = self.op("aten._log_softmax_backward_data", "softmax", "loss", O.SOFTMAX_BACKWARD * t * v,
+                     2 * t * v * lp, t * v * lp, out=t * v * lp)
         self.drop(g1)
-        self.give(node.inputs[0], g2, lb)
+        self.give(node.inputs[0], g2, lp)
 
     def _backward_embedding(self, node: Node, g: int) -> None:
         if not node.trainable:

@@ -4,11 +4,11 @@ A mixin of ``train_backward.StepGraph``: it reads the step's sizes and emits thr
 
 from __future__ import annotations
 
+from .. import opcosts as O
 from ..workload import GemmShape
 from .train_forward import CAST
 from .train_graph import Node
 
-LAYER_NORM_BACKWARD, LAYER_NORM_BACKWARD_AFFINE = 10.0, 5.0   # operations per element (input; weight and bias)
 FP32 = 4.0
 
 
@@ -122,7 +122,7 @@ class ProductsAndNorms:
         """``native_layer_norm_backward``: one kernel for the input's, the weight's and the bias's gradients."""
         x, e, rows, w, s = node.inputs[0], node.elems, node.rows, node.width, node.nbytes
         x_rg, tr = self.rg[x], node.trainable
-        flops = (LAYER_NORM_BACKWARD if x_rg else 0.0) * e + (LAYER_NORM_BACKWARD_AFFINE if tr else 0.0) * e
+        flops = (O.LAYER_NORM_BACKWARD if x_rg else 0.0) * e + (O.LAYER_NORM_BACKWARD_AFFINE if tr else 0.0) * e
         written = (e * s if x_rg else 0.0) + (2 * w * self.pb if tr else 0.0)
         gx = self.op("aten.native_layer_norm_backward", "norm", node.name, flops,
                      2 * e * s + 2 * rows * FP32 + w * self.pb, written, out=e * s if x_rg else 0.0,

@@ -24,7 +24,7 @@ from .builder import check_sizes
 from .config import LLMConfig
 from .load import load_config
 from .train_backward import TOKEN_ID_BYTES, StepGraph
-from .train_forward import TRAIN_PRECISION, TrainPrecision, check_trainable, forward_ops
+from .train_forward import CAST, TRAIN_PRECISION, TrainPrecision, check_trainable, forward_ops
 from .train_graph import Node, NodeKind, model_nodes
 from .train_memory import Live
 
@@ -62,13 +62,18 @@ def parameters(nodes: list[Node], setup: TrainSetup) -> list[Param]:
 
 
 def _loss_forward(tp: TrainPrecision, setup: TrainSetup, t: int, vocab: int) -> list[OpRecord]:
-    """Cross-entropy over the vocabulary per token: log-softmax (under autocast in fp32, upcast inside the
-    kernel), the NLL of each token's label, and GradScaler's scaling of the loss."""
-    logp = 4.0 if tp.autocast else tp.lower_bytes
-    ops = [OpRecord(name="aten._log_softmax", kind="softmax", module="loss", flops=O.SOFTMAX * t * vocab,
-                    bytes_read=t * vocab * tp.lower_bytes, bytes_written=t * vocab * logp, dtype=tp.stream_dtype),
-           OpRecord(name="aten.nll_loss_forward", kind="elementwise", module="loss", flops=float(t),
-                    bytes_read=t * logp + t * TOKEN_ID_BYTES, bytes_written=4.0, dtype=tp.stream_dtype)]
+    """Cross-entropy over the vocabulary per token: log-softmax and the NLL of each token's label (under
+    autocast in fp32: ``cross_entropy`` is on its fp32 list, so the 16-bit logits are cast first), and
+    GradScaler's scaling of the loss."""
+    logits, logp = tp.lower_bytes, (4.0 if tp.autocast else tp.lower_bytes)
+    ops = []
+    if tp.autocast:
+        ops.append(OpRecord(name=CAST, kind="elementwise", module="loss", flops=0.0, bytes_read=t * vocab * logits,
+                            bytes_written=t * vocab * 4.0, dtype=tp.builder.stream))
+    ops += [OpRecord(name="aten._log_softmax", kind="softmax", module="loss", flops=O.SOFTMAX * t * vocab,
+                     bytes_read=t * vocab * logp, bytes_written=t * vocab * logp, dtype=tp.stream_dtype),
+            OpRecord(name="aten.nll_loss_forward", kind="reduction", module="loss", flops=float(t),
+                     bytes_read=t * logp + t * TOKEN_ID_BYTES, bytes_written=4.0, dtype=tp.stream_dtype)]
     if setup.grad_scaler:
         ops.append(OpRecord(name="aten.mul", kind="elementwise", module="grad_scaler", flops=1.0, bytes_read=4.0,
                             bytes_written=4.0, dtype="fp32"))

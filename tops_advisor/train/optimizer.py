@@ -18,8 +18,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .. import opcosts as O
 from ..kinds import Phase
-from ..workload import OpRecord
+from ..workload import MULTI_TENSOR_FAMILY, OpRecord
 from .setup import TrainSetup
 
 CHUNK_ELEMENTS = 65536   # kChunkSize, aten/src/ATen/native/cuda/MultiTensorApply.cuh
@@ -36,9 +37,10 @@ class LaunchLimits:
 
 
 # aten/src/ATen/native/cuda/MultiTensorApply.cuh, ``depth_to_max_tensors`` / ``_scalarlist`` /
-# ``depth_to_max_blocks``. The first set is what the training-step study's torch 2.11 ran (TinyLlama's foreach
-# AdamW: 53 launches per pass over 1.1e9 elements = ceil(16,796 chunks / 320),
-# benchmarks/studies/training-step/README.md); torch 2.14 built with CUDA >= 13 takes the second.
+# ``depth_to_max_blocks``: the 4 KB kernel-argument tables, which the H200 profiles of the training-step study
+# launched (torch 2.11+cu130: the launches of AdamW's eight foreach passes and GradScaler's unscale for its
+# twelve models, 96 of 96 equal; TinyLlama's 201 fp32 tensors 53 a pass, benchmarks/studies/training-step/),
+# and the 32 KB-argument ones (7x the tensors, 2240 blocks) that torch 2.14's header builds for CUDA >= 13.
 LAUNCH_LIMITS = LaunchLimits((110, 64, 48, 36, 30), (96, 64, 48, 36, 30), 320,
                              "MultiTensorApply.cuh (torch <= 2.13, or CUDA < 13)")
 LAUNCH_LIMITS_CUDA13 = LaunchLimits((770, 448, 336, 252, 210), (672, 448, 336, 252, 210), 2240,
@@ -51,7 +53,7 @@ def multi_tensor_launches(numels: Sequence[int], depth: int, scalar_list: bool =
     tensor lists, exactly as ``multi_tensor_apply`` packs them: chunks of 65,536 elements fill a launch's
     blocks, a launch goes when its blocks are full (the tensor in progress carries over) or when its tensor
     slots are full at the end of a tensor, and the rest goes in a last launch."""
-    max_tensors = (limits.max_tensors_scalar_list if scalar_list else limits.max_tensors)[depth - 1]
+    max_tensors = (limits.max_tensors_scalar_list if scalar_list else limits.max_tensors)[min(max(depth, 1), 5) - 1]
     launches = blocks = tensors = 0
     for numel in numels:
         if numel <= 0:
@@ -70,9 +72,10 @@ def multi_tensor_launches(numels: Sequence[int], depth: int, scalar_list: bool =
 
 @dataclass(frozen=True)
 class Pass:
-    """One multi-tensor-apply operator of an update: the tensors it reads and writes (``param``, ``grad``,
-    ``exp_avg``, ``exp_avg_sq``, ``momentum``, ``denom``: each one element per parameter element) and its
-    operations per element (one add, multiply or square root is 1; lerp, addcmul, addcdiv are 3)."""
+    """One multi-tensor-apply operator of an update: the tensor lists it reads (each read once, as listed:
+    ``addcmul_(v, g, g)`` reads g twice) and writes (``param``, ``grad``, ``exp_avg``, ``exp_avg_sq``,
+    ``momentum``, ``denom``: one element per parameter element), its operations per element (opcosts: the
+    plain operator's count) and its depth (lists walked, an out-of-place output included)."""
 
     name: str
     reads: tuple[str, ...]
@@ -82,33 +85,32 @@ class Pass:
     scalar_list: bool = False
 
 
-_WEIGHT_DECAY = Pass("aten._foreach_mul_", ("param",), ("param",), 1.0, 1)   # AdamW: p *= 1 - lr * wd
+_WEIGHT_DECAY = Pass("aten._foreach_mul_", ("param",), ("param",), O.MUL, 1)   # AdamW: p *= 1 - lr * wd
 _ADAM = (
-    Pass("aten._foreach_lerp_", ("exp_avg", "grad"), ("exp_avg",), 3.0, 2),            # m += (1-b1)(g - m)
-    Pass("aten._foreach_mul_", ("exp_avg_sq",), ("exp_avg_sq",), 1.0, 1),              # v *= b2
-    Pass("aten._foreach_addcmul_", ("exp_avg_sq", "grad"), ("exp_avg_sq",), 3.0, 3),   # v += (1-b2) g g
-    Pass("aten._foreach_sqrt", ("exp_avg_sq",), ("denom",), 1.0, 2),                   # sqrt(v): a new list
-    Pass("aten._foreach_div_", ("denom",), ("denom",), 1.0, 1, scalar_list=True),      # / sqrt(bias corr. 2)
-    Pass("aten._foreach_add_", ("denom",), ("denom",), 1.0, 1),                        # + eps
-    Pass("aten._foreach_addcdiv_", ("param", "exp_avg", "denom"), ("param",), 3.0, 3, scalar_list=True),
+    Pass("aten._foreach_lerp_", ("exp_avg", "grad"), ("exp_avg",), O.LERP, 2),                 # m += (1-b1)(g - m)
+    Pass("aten._foreach_mul_", ("exp_avg_sq",), ("exp_avg_sq",), O.MUL, 1),                    # v *= b2
+    Pass("aten._foreach_addcmul_", ("exp_avg_sq", "grad", "grad"), ("exp_avg_sq",), O.ADDCMUL, 3),  # v += (1-b2)g g
+    Pass("aten._foreach_sqrt", ("exp_avg_sq",), ("denom",), O.ELEMENTWISE, 2),                 # sqrt(v): a new list
+    Pass("aten._foreach_div_", ("denom",), ("denom",), O.ELEMENTWISE, 1, scalar_list=True),    # / sqrt(bias corr. 2)
+    Pass("aten._foreach_add_", ("denom",), ("denom",), O.ADD, 1),                              # + eps
+    Pass("aten._foreach_addcdiv_", ("param", "exp_avg", "denom"), ("param",), O.ADDCDIV, 3, scalar_list=True),
 )
 _SGD = (
-    Pass("aten._foreach_mul_", ("momentum",), ("momentum",), 1.0, 1),                  # buf *= momentum
-    Pass("aten._foreach_add_", ("momentum", "grad"), ("momentum",), 2.0, 2),           # buf += (1-d) g
-    Pass("aten._foreach_add_", ("param", "momentum"), ("param",), 2.0, 2),             # p += -lr buf
+    Pass("aten._foreach_mul_", ("momentum",), ("momentum",), O.MUL, 1),                        # buf *= momentum
+    Pass("aten._foreach_add_", ("momentum", "grad"), ("momentum",), O.ADD, 2),                 # buf += (1-d) g
+    Pass("aten._foreach_add_", ("param", "momentum"), ("param",), O.ADD, 2),                   # p += -lr buf
 )
-# torch._fused_adamw_ (aten/src/ATen/native/cuda/fused_adam_utils.cuh, adam_math): 13 operations of the
-# update (exp_avg 3, exp_avg_sq 4, denominator 3, step 3) and 2 of the decoupled weight decay, per element.
+# torch._fused_adamw_ (aten/src/ATen/native/cuda/fused_adam_utils.cuh, adam_math): the update and the decoupled
+# weight decay (AdamW's default 0.01) in one pass
 _FUSED_ADAMW = Pass("aten._fused_adamw_", ("param", "grad", "exp_avg", "exp_avg_sq"),
-                    ("param", "exp_avg", "exp_avg_sq"), 15.0, 4)
+                    ("param", "exp_avg", "exp_avg_sq"), O.ADAM_STEP + O.ADAM_WEIGHT_DECAY, 4)
 PASSES: dict[str, tuple[Pass, ...]] = {"adamw": (_WEIGHT_DECAY, *_ADAM), "adam": _ADAM, "sgd": _SGD,
                                        "adamw-fused": (_FUSED_ADAMW,)}
 STATE_TENSORS = {"adamw": 2, "adam": 2, "sgd": 1, "adamw-fused": 2}   # moments (or momentum) per parameter
 UNSCALE = "aten._amp_foreach_non_finite_check_and_unscale_"
-GRAD_UNSCALE_FLOPS = 2.0       # GradScaler: g * inv_scale and an isfinite test per element
 BNB_BLOCK = 256                # bitsandbytes' blockwise quantisation: one fp32 scale per 256 elements per moment
 BNB_ADAMW_8BIT = "bnb.optimizer_update_8bit_blockwise"
-BNB_FLOPS = 20.0               # the AdamW update (15, as fused) plus dequantising and requantising two moments
+BNB_FLOPS = O.ADAM_STEP + O.ADAM_WEIGHT_DECAY + 4.0   # the update, and dequantising and requantising two moments
 
 
 @dataclass(frozen=True)
@@ -126,16 +128,17 @@ def _pass_op(p: Pass, numels: Sequence[int], elem_bytes: float, dtype: str, limi
     return OpRecord(name=p.name, kind="elementwise", module="optimizer", flops=p.flops_per_elem * n,
                     bytes_read=len(p.reads) * n * elem_bytes, bytes_written=len(p.writes) * n * elem_bytes,
                     dtype=dtype, kernels=max(1, multi_tensor_launches(numels, p.depth, p.scalar_list, limits)),
-                    phase=Phase.OPTIMIZER)
+                    family=MULTI_TENSOR_FAMILY, phase=Phase.OPTIMIZER)
 
 
 def grad_scaler_ops(numels: Sequence[int], grad_bytes: float, limits: LaunchLimits = LAUNCH_LIMITS
                     ) -> tuple[OpRecord, ...]:
     """GradScaler.unscale_ (one pass reading and writing every gradient) and ``_amp_update_scale_``."""
     n = float(sum(numels))
-    unscale = OpRecord(name=UNSCALE, kind="elementwise", module="grad_scaler", flops=GRAD_UNSCALE_FLOPS * n,
+    unscale = OpRecord(name=UNSCALE, kind="elementwise", module="grad_scaler", flops=O.NON_FINITE_CHECK * n,
                        bytes_read=n * grad_bytes, bytes_written=n * grad_bytes, dtype="fp32",
-                       kernels=max(1, multi_tensor_launches(numels, 1, False, limits)), phase=Phase.OPTIMIZER)
+                       kernels=max(1, multi_tensor_launches(numels, 1, False, limits)), family=MULTI_TENSOR_FAMILY,
+                       phase=Phase.OPTIMIZER)
     update = OpRecord(name="aten._amp_update_scale_", kind="elementwise", module="grad_scaler", flops=4.0,
                       bytes_read=12.0, bytes_written=8.0, dtype="fp32", phase=Phase.OPTIMIZER)
     return unscale, update
@@ -170,7 +173,7 @@ def optimizer_step(numels: Sequence[int], setup: TrainSetup, param_bytes: float,
         steps = OpRecord(name="aten._foreach_add_", kind="elementwise", module="optimizer.state_steps",
                          flops=float(len(numels)), bytes_read=4.0 * len(numels), bytes_written=4.0 * len(numels),
                          dtype="fp32", kernels=multi_tensor_launches([1] * len(numels), 1, False, limits),
-                         phase=Phase.OPTIMIZER)
+                         family=MULTI_TENSOR_FAMILY, phase=Phase.OPTIMIZER)
         ops.insert(0, steps)
     elif setup.optimizer != "sgd":         # foreach Adam: the host increments its CPU step counts, no kernel
         ops.insert(0, OpRecord(name="aten._foreach_add_", kind="other", module="optimizer.state_steps (host)",
