@@ -107,7 +107,7 @@ def test_lora_trains_adapters_only():
     tw = build_training(tiny(), B, S, TrainSetup(precision="bf16", lora=LoraSpec(r)))
     adapters = L * sum(r * (n + k) for n, k in LINEARS.values())
     assert tw.trainable_params == adapters and tw.frozen_params == tiny().params
-    assert tw.memory.optimizer_state == 2 * adapters * 2
+    assert tw.memory.optimizer_state == 2 * adapters * 2 and tw.memory.all_gradients == adapters * 2
     names = {op.module for op in tw.workload.ops}
     assert not any(m.endswith("proj.wgrad") or m == "lm_head.wgrad" for m in names)   # frozen: no wgrad
     assert "layers.1.self_attn.q_proj.lora_A.wgrad" in names and "layers.1.self_attn.q_proj.dgrad" in names

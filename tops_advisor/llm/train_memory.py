@@ -32,6 +32,7 @@ class Live:
     weights: float
     optimizer_state: float
     inputs: float
+    all_gradients: float = 0.0      # every parameter gradient of the step (what DDP all-reduces)
     parts: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PARTS, 0.0))
     rounding: float = 0.0
     peak: MemoryParts | None = None
@@ -57,7 +58,8 @@ class Live:
                                     optimizer_state=self.optimizer_state,
                                     activations=self.parts["activations"],
                                     temporaries=self.parts["temporaries"], inputs=self.inputs,
-                                    rounding=self.rounding, peak_op=op_index, peak_phase=phase)
+                                    rounding=self.rounding, all_gradients=self.all_gradients,
+                                    peak_op=op_index, peak_phase=phase)
 
     @property
     def _peak_total(self) -> float:

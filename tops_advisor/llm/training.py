@@ -102,7 +102,7 @@ def build_training(cfg: LLMConfig, batch: int, seq: int, setup: TrainSetup | Non
     trainable = [p.numel for p in params if p.trainable]
     opt = optimizer_step(trainable, setup, tp.param_bytes, "fp32" if tp.param_bytes == 4 else tp.builder.stream)
     live = Live(weights=sum(p.numel for p in params) * tp.param_bytes, optimizer_state=opt.state_bytes,
-                inputs=2.0 * t * TOKEN_ID_BYTES)
+                inputs=2.0 * t * TOKEN_ID_BYTES, all_gradients=sum(trainable) * tp.param_bytes)
     graph = StepGraph(cfg, tp, setup, batch, seq, nodes, live, ops,
                       {op.module: op for op in ops if op.kind == OpKind.ATTENTION})
     graph.forward()
