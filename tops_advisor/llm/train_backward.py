@@ -30,6 +30,7 @@ from .. import opcosts as O
 from ..kinds import Phase
 from ..train import TrainSetup
 from ..workload import GemmShape, OpRecord
+from .builder import TOKEN_ID_BYTES
 from .config import LLMConfig
 from .train_backward_ops import ProductsAndNorms
 from .train_forward import CAST, TrainPrecision, recompute_ops
@@ -49,7 +50,6 @@ ACT_BACKWARD = {"silu": O.SILU_BACKWARD, "swish": O.SILU_BACKWARD, "gelu": O.GEL
 # transformers' NewGELUActivation / FastGELUActivation write the tanh form out in Python (pow, tanh, products),
 # keeping its input, the tanh, 0.5 x and 1 + tanh.
 ACT_SAVED = {"gelu_new": 4, "gelu_fast": 4}
-TOKEN_ID_BYTES = 8
 
 
 class StepGraph(ProductsAndNorms):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..kinds import Phase
 from ..train import LoraSpec, TrainSetup
+from ..workload import OpRecord
 from .builder import _Builder
 from .config import LLMConfig
 from .precision import Precision
@@ -55,19 +56,6 @@ TRAIN_PRECISION = {
 }
 
 
-@dataclass(frozen=True)
-class LinearUse:
-    """One linear layer of the forward: (m x k) @ (k x n), its bias, and whether LoRA adapts it."""
-
-    name: str
-    module: str
-    m: int
-    n: int
-    k: int
-    bias: bool
-    adapted: bool
-
-
 def lora_targets(module: str, lora: LoraSpec | None) -> bool:
     """Whether LoRA adapts the linear layer at ``module`` (counting/training/lora.py's rule: a target is a
     substring of the module path; no targets: every linear layer of the attention and MLP blocks)."""
@@ -88,7 +76,6 @@ class TrainingForward(_Builder):
         self.tp, self.lora, self.phase_tag = tp, setup.lora, phase
         self.s = tp.stream_bytes
         self._lower = not tp.autocast         # outside autocast every part runs at the one precision
-        self.linears: dict[str, LinearUse] = {}
 
     # --- where the precision changes under autocast --------------------------------------------------
     def add(self, **kw) -> None:
@@ -117,7 +104,6 @@ class TrainingForward(_Builder):
             raise InputError("training from a config covers dense decoders (no mixture of experts, no "
                              "absorbed attention)")
         adapted = lora_targets(module, self.lora)
-        self.linears[module] = LinearUse(name, module, m, n, k, bias, adapted)
         if self.tp.autocast:
             if name not in LOWER_INPUT:
                 self.cast(module, m * k)
@@ -172,16 +158,15 @@ def check_trainable(cfg: LLMConfig) -> None:
                          hint="count the model itself: tops-advisor train hf:path/to/config.json")
 
 
-def forward_ops(cfg: LLMConfig, tp: TrainPrecision, setup: TrainSetup, batch: int, seq: int
-                ) -> tuple[TrainingForward, list]:
+def forward_ops(cfg: LLMConfig, tp: TrainPrecision, setup: TrainSetup, batch: int, seq: int) -> list[OpRecord]:
     """The forward of one step: embedding, every layer, the final norm and the head (the loss is added by
-    the caller), and the builder that made it (its linear layers)."""
+    the caller)."""
     b = TrainingForward(cfg, tp, setup, batch, seq)
     b.embed()
     for i in range(cfg.num_layers):
         b.layer(i)
     b.head()
-    return b, b.ops
+    return b.ops
 
 
 # Operators that save nothing for the backward (a residual add, a scalar add or scale, a cast, a mean, a
@@ -190,7 +175,7 @@ SAVES_NOTHING = ("residual_add", "add_eps", "mean", "to_fp32", "to_dtype", "neg"
 
 
 def recompute_ops(cfg: LLMConfig, tp: TrainPrecision, setup: TrainSetup, batch: int, seq: int,
-                  layer: int) -> list:
+                  layer: int) -> list[OpRecord]:
     """Gradient checkpointing's recompute of one decoder layer, in the backward. torch.utils.checkpoint
     (non-reentrant) stops recomputing as soon as the last tensor the backward needs is saved again, which
     autograd does before that operator runs: the layer's last saving operator (its output projection, or

@@ -96,7 +96,7 @@ def build_training(cfg: LLMConfig, batch: int, seq: int, setup: TrainSetup | Non
     tp, t = TRAIN_PRECISION[setup.precision], batch * seq
     nodes = model_nodes(cfg, tp, setup, batch, seq)
     _check_lora(cfg, setup, nodes)
-    _, ops = forward_ops(cfg, tp, setup, batch, seq)
+    ops = forward_ops(cfg, tp, setup, batch, seq)
     ops += _loss_forward(tp, setup, t, cfg.vocab_size)
     params = parameters(nodes, setup)
     trainable = [p.numel for p in params if p.trainable]
