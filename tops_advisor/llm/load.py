@@ -26,6 +26,23 @@ def load_config_file(path: Path | str, use_transformers: bool | None = None) -> 
     return config_from_dict(raw, name=name, source=str(path), use_transformers=use_transformers)
 
 
+LIBRARY_PREFIXES = ("timm:", "torchvision:", "hf:")   # models counted through their library (counting/)
+
+
+def is_llm_spec(spec: str | Path) -> bool:
+    """Whether ``spec`` names an LLM for the analytic builder, as ``tops-advisor llm`` takes it: a preset
+    ('llama3-8b'), a ``.json`` config file or a directory holding a ``config.json``. Model files (``.py``) and
+    library models (``timm:``, ``torchvision:``, ``hf:``) are counted instead. A ``.json`` path that does not
+    exist is an LLM spec too, so that ``load_config`` names the missing file."""
+    text = str(spec).strip()
+    if text.lower().startswith(LIBRARY_PREFIXES) or text.endswith(".py"):
+        return False
+    if text.lower() in PRESETS or text.endswith(".json"):
+        return True
+    path = Path(text)
+    return path.is_dir() and (path / "config.json").is_file()
+
+
 def load_config(spec: str | Path, strict: bool = False) -> LLMConfig:
     """A preset name ('llama3-8b') or the path of a config.json (or of a directory holding one).
     ``strict``: refuse a config with warnings (keys that may change cost but are not modelled)."""

@@ -6,9 +6,9 @@ All of them are memory-bound passes over lists of tensors, launched by PyTorch's
 one thread block per chunk, and one kernel is launched whenever its argument block is full: when it holds
 ``depth_to_max_tensors[depth - 1]`` tensors (``depth_to_max_tensors_scalarlist`` for operators that carry one
 scalar per tensor) or ``depth_to_max_blocks`` chunks. ``depth`` is the number of tensor lists the kernel walks,
-the output list of an out-of-place operator included. :func:`multi_tensor_launches` reproduces that loop
-exactly; checked against the H200 profiles (benchmarks/studies/training-step/h200_train_profiles.json): the
-launches of the eight foreach operators of AdamW and GradScaler's unscale (nine passes a step: ``mul_`` twice)
+the output list of an out-of-place operator included. ``train.optimizer.multi_tensor_launches`` reproduces
+that loop exactly (one function for counting and for the analytic LLM training step); checked against the
+H200 profiles (benchmarks/studies/training-step/h200_train_profiles.json): the launches of the eight foreach operators of AdamW and GradScaler's unscale (nine passes a step: ``mul_`` twice)
 for the twelve profiled models (TinyLlama-1.1B's 201 fp32 tensors: 53 launches a pass), 96 of 96 equal.
 
 Those tables are the 4 KB kernel-argument ones. PyTorch also builds 32 KB-argument kernels (7x the tensors,
@@ -27,36 +27,11 @@ from collections.abc import Sequence
 
 from ... import opcosts as O
 from ...kinds import OpKind
+from ...train.optimizer import CHUNK_ELEMENTS, multi_tensor_launches
 from ...workload import MULTI_TENSOR_FAMILY
 from .registry import Cost, OpCall, TensorInfo, register
 
-CHUNK_ELEMENTS = 65536                           # kChunkSize
-MAX_TENSORS = (110, 64, 48, 36, 30)              # depth_to_max_tensors, by depth 1..5
-MAX_TENSORS_SCALAR_LIST = (96, 64, 48, 36, 30)   # depth_to_max_tensors_scalarlist
-MAX_BLOCKS = 320                                 # depth_to_max_blocks (every depth)
-
-
-def multi_tensor_launches(numels: Sequence[int], depth: int, scalar_list: bool = False) -> int:
-    """Kernels ``multi_tensor_apply<depth>`` launches over tensors of ``numels`` elements (the first list's):
-    the C++ loop over tensors and chunks, one tensor at a time. Empty tensors are skipped."""
-    max_tensors = (MAX_TENSORS_SCALAR_LIST if scalar_list else MAX_TENSORS)[min(max(depth, 1), 5) - 1]
-    launches = blocks = tensors = 0
-    for numel in numels:
-        if numel <= 0:
-            continue
-        tensors += 1
-        chunks = -(-int(numel) // CHUNK_ELEMENTS)
-        full, blocks = divmod(blocks + chunks, MAX_BLOCKS)
-        launches += full
-        if full and blocks == 0:     # the block list filled at this tensor's last chunk: all reset
-            tensors = 0
-            continue
-        if full:                     # filled before its last chunk: the tensor carries over to the next launch
-            tensors = 1
-        if tensors == max_tensors:   # the tensor list is full once its last chunk is in
-            launches += 1
-            blocks = tensors = 0
-    return launches + (1 if blocks else 0)
+__all__ = ["CHUNK_ELEMENTS", "multi_tensor_launches"]   # re-exported: the counting tests read them here
 
 
 def _lists(c: OpCall) -> list[list[TensorInfo]]:
