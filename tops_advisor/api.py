@@ -276,6 +276,9 @@ class TrainingAnalysis:
             hint="a smaller --batch, --checkpointing, --lora r=16, bf16 or amp, or a device with more memory")
 
 
+LLM_TRAIN_SEQ = 2048   # tokens per sequence of an LLM config trained without --seq (said in the output)
+
+
 class TrainingCosts:
     """Count one training step of a model once (``count_training``) and predict it on any device.
 
@@ -303,11 +306,15 @@ class TrainingCosts:
 
 def analyze_training(model, hw: Hardware, *, batch: int = 1, setup: TrainSetup | None = None,
                      mode: str = "eager", calibration: tuple[Calibration | None, str] = (None, ""),
-                     strict: bool = False, devices: int = 1, strategy: str = "ddp") -> TrainingAnalysis:
+                     strict: bool = False, devices: int = 1, strategy: str = "ddp",
+                     seq: int | None = None) -> TrainingAnalysis:
     """Count one optimizer step of ``model`` at ``batch`` per device (``TrainingCosts``; a ``TrainingCosts``
-    is taken as it is) and predict it on ``hw``; on ``devices`` > 1 GPUs also plan it with ``strategy``
-    (ddp or fsdp, ``train.parallel``)."""
-    from .train.parallel import STRATEGIES, plan_data_parallel
+    is taken as it is; an LLM preset or config.json is built analytically at ``seq`` tokens per sequence,
+    ``LLM_TRAIN_SEQ`` by default: ``llm.training``) and predict it on ``hw``; on ``devices`` > 1 GPUs also plan
+    it with ``strategy`` (ddp or fsdp, ``train.parallel``; FSDP wraps an LLM's layers one unit each)."""
+    from .llm import is_llm_spec
+    from .llm import training_workload as llm_training_workload
+    from .train.parallel import FSDP_UNITS_DEFAULT, STRATEGIES, plan_data_parallel
 
     if strategy not in STRATEGIES:
         from .errors import InputError
@@ -318,14 +325,18 @@ def analyze_training(model, hw: Hardware, *, batch: int = 1, setup: TrainSetup |
     from .counting import UnsupportedOpWarning
 
     costs = model if isinstance(model, TrainingCosts) else None
-    with warnings.catch_warnings():  # unsupported operators are in the workload; the caller shows them
-        warnings.simplefilter("ignore", UnsupportedOpWarning)
-        costs = costs or TrainingCosts(model, setup, strict=strict)
-        tw = costs.at(batch)
+    if costs is None and isinstance(model, (str, Path)) and is_llm_spec(model):
+        tw = llm_training_workload(model, batch, seq or LLM_TRAIN_SEQ, setup or TrainSetup(), strict=strict)
+    else:
+        with warnings.catch_warnings():  # unsupported operators are in the workload; the caller shows them
+            warnings.simplefilter("ignore", UnsupportedOpWarning)
+            costs = costs or TrainingCosts(model, setup, strict=strict)
+            tw = costs.at(batch)
     perf = device_perf(hw, *calibration)
     pred = predict_training(tw, hw, mode=mode, perf=perf)
     plan = None
     if devices > 1:
-        plan = plan_data_parallel(pred, hw, strategy, devices, calibration=calibration[0],
+        units = getattr(tw, "layers", 0) or FSDP_UNITS_DEFAULT
+        plan = plan_data_parallel(pred, hw, strategy, devices, calibration=calibration[0], units=units,
                                   reserve_bytes=pred.memory_required_bytes - pred.memory.peak_bytes)
     return TrainingAnalysis(tw, pred, plan)

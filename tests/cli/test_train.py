@@ -63,3 +63,12 @@ def test_nothing_to_train_on_is_one_line():
 def test_a_step_that_does_not_fit_is_refused():
     r = run(TRAIN / "tiny_mlp.py", "-H", "jetson-orin-nano-8gb", "--batch", "100000000")
     assert r.exit_code == 2 and "needs" in r.output and "at its peak" in r.output
+
+
+def test_an_llm_config_trains_from_its_preset():
+    r = run("llama3-8b", "-H", "h100-sxm", "--batch", "1", "--seq", "512", "--lora", "r=16", "--dtype", "bf16",
+            "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["trainable_params"] < d["frozen_params"] / 100    # adapters only
+    assert d["step_time_ms"] > 0 and d["fits_memory"] is True

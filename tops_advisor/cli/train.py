@@ -37,8 +37,10 @@ def train(model, hardware_name, batch, dtype, optimizer, checkpointing, lora, de
     samples/s and peak memory by part.
 
     MODEL is a .py file (build_model/example_inputs; forward may return the loss, or define loss(output,
-    *inputs)) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
+    *inputs)), timm:NAME, torchvision:NAME, hf:PATH_OR_ID, or an LLM preset or config.json (built from the
+    config at --seq tokens per sequence, 2048 by default)."""
     from ..api import analyze_training, calibration_for
+    from ..llm import is_llm_spec
     from ..render.counting import unsupported_warning
     from ..render.progress import progress
     from ..train import TrainSetup, parse_lora, parse_optimizer, parse_train_precision
@@ -48,9 +50,9 @@ def train(model, hardware_name, batch, dtype, optimizer, checkpointing, lora, de
     hw = get_catalog(catalog_dirs).get(hardware_name)
     cal = calibration_for(hw, calibration_path, use=not no_calibration)
     with progress(f"counting a training step of {model} at batch {batch}", enabled=not as_json):
-        result = analyze_training(load_model_arg(model, task, seq, input_shape), hw, batch=batch, setup=setup,
-                                  mode=mode, calibration=cal, strict=strict, devices=devices,
-                                  strategy=strategy.strip().lower())
+        result = analyze_training(model if is_llm_spec(model) else load_model_arg(model, task, seq, input_shape),
+                                  hw, batch=batch, setup=setup, mode=mode, calibration=cal, strict=strict,
+                                  devices=devices, strategy=strategy.strip().lower(), seq=seq)
     result.require_fit()
     message = unsupported_warning(result.workload.workload)
     if message:
