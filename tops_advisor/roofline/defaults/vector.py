@@ -36,6 +36,17 @@ class VectorDefaults:
     pointwise_plane_alignment_bytes: Default[float] = Default(
         16.0, "H200 per-operator profiles: 1x1 convolutions whose H_out*W_out*element bytes is not a multiple "
               "of 16 run cuDNN's convolution kernels, not its GEMM ones (benchmarks/results/*records*)")
+    # PyTorch's own depthwise backward kernels (aten/src/ATen/native/cuda/DepthwiseConv2d.cu:
+    # conv_depthwise2d_backward_kernel for the input's gradient, conv_depthwise2d_grad_weight_kernel for the
+    # weight's) are slower than its forward kernel for the same multiply-adds: the input gradient gathers each
+    # output position's window in reverse (no tiling of the forward's kind), the weight gradient reduces over the
+    # whole batch per weight. Measured on the H200 (Hopper), borrowed for other architectures: a time multiple of
+    # the forward kernel's, applied to its rate and its bandwidth share.
+    depthwise_gradient_slowdown: Default[dict[str, float]] = Default(
+        {"native_depthwise_dgrad": 5.7, "native_depthwise_wgrad": 1.8},
+        "H200 profile, EfficientNet-B0 b32 amp (benchmarks/studies/training-step/h200_train_profiles.json): "
+        "backward-input kernels 1068 us and grad-weight kernels 339 us per step against the forward kernel's "
+        "188 us")
     depthwise_bandwidth_factor: Default[float] = Default(
         0.25, "H200 profiles at batch >= 32: 3x3 depthwise (MobileNetV2, EfficientNet-B0) 1040-1077 GB/s")
     depthwise_vector_factor: Default[dict[str, float]] = per_width(

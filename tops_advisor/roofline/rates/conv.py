@@ -275,4 +275,12 @@ def depthwise_rate(a: OpArrays, perf: DevicePerf, precision: str) -> np.ndarray:
     """Direct depthwise kernels are slow per operation: a share of the vector rate, by kernel
     (``DEPTHWISE_RULES``)."""
     context = DepthwiseContext(perf.defaults, "32-bit" if precision == "fp32" else "16-bit")
-    return perf.vector_ops_per_s * first_match(DEPTHWISE_RULES, a, context)
+    return perf.vector_ops_per_s * first_match(DEPTHWISE_RULES, a, context) / depthwise_gradient_slowdown(a, perf.defaults)
+
+
+def depthwise_gradient_slowdown(a: OpArrays, d: RooflineDefaults) -> np.ndarray:
+    """How much slower PyTorch's depthwise backward kernels run than its forward one (1 for other operators)."""
+    out = np.ones(len(a))
+    for family, factor in d.depthwise_gradient_slowdown.value.items():
+        out = np.where(a.family == family, factor, out)
+    return out

@@ -14,7 +14,7 @@ from ..device import DevicePerf
 from ..rules import Rule, always, first_match
 from .classes import CLASSES
 from .common import by_width, half_dtype
-from .conv import channels_last
+from .conv import channels_last, depthwise_gradient_slowdown
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,9 @@ BANDWIDTH_RULES: tuple[Rule[BandwidthContext], ...] = (
          "a permuted/transposed view is read uncoalesced (strided_kind_bandwidth_factor)"),
     Rule("depthwise, channels-last", lambda a, c: _depthwise(a, c) & channels_last(a), _copy_by_width,
          "channels-last depthwise convolutions move their bytes as a copy does"),
-    Rule("depthwise", _depthwise, lambda a, c: c.d.depthwise_bandwidth_factor.value,
-         "NCHW direct depthwise kernels (depthwise_bandwidth_factor)"),
+    Rule("depthwise", _depthwise,
+         lambda a, c: c.d.depthwise_bandwidth_factor.value / depthwise_gradient_slowdown(a, c.d),
+         "NCHW direct depthwise kernels (depthwise_bandwidth_factor; PyTorch's backward kernels slower)"),
     Rule("norm", _norm_family, _norm_family_factor, "batch, layer and group norms differ by operator"),
     Rule("kind and width", _kind_by_width, _kind_by_width_factor,
          "PyTorch's half-precision kernels move fewer bytes per thread"),
