@@ -72,3 +72,36 @@ def test_an_llm_config_trains_from_its_preset():
     d = json.loads(r.stdout)
     assert d["trainable_params"] < d["frozen_params"] / 100    # adapters only
     assert d["step_time_ms"] > 0 and d["fits_memory"] is True
+
+
+def recommend(*args):
+    return CliRunner().invoke(cli, ["recommend", *map(str, args)])
+
+
+def test_recommend_train_ranks_devices_with_targets():
+    r = recommend(TRAIN / "tiny_mlp.py", "--train", "--batch", "64", "--rank-by", "throughput", "--max-time", "1h",
+                  "--samples", "1e6", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    rates = [x["samples_per_s"] for x in d["recommendations"]]
+    assert rates == sorted(rates, reverse=True)
+    assert all(x["time_to_train_s"] == pytest.approx(1e6 / x["samples_per_s"]) for x in d["recommendations"])
+
+
+def test_recommend_train_on_several_gpus():
+    r = recommend(TRAIN / "tiny_mlp.py", "--train", "--batch", "64", "--devices", "8", "--strategy", "ddp",
+                  "--hardware", "h200-sxm", "--json")
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)["recommendations"][0]
+    assert rec["devices"] == 8 and rec["plan"]["global_batch"] == 512
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--optimizer", "sgd"], "applies to --train"),
+    (["--train"], "--train needs --batch"),
+    (["--train", "--batch", "8", "--max-time", "12h"], "--max-time and --samples go together"),
+    (["--train", "--batch", "8", "--max-time", "soon", "--samples", "10"], "expected a positive duration"),
+])
+def test_recommend_train_bad_input(args, message):
+    r = recommend(TRAIN / "tiny_mlp.py", *args)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output

@@ -9,6 +9,7 @@ import click
 from ..units import PRECISIONS
 from .common import cost_options, echo_json, get_catalog, get_pricing, load_model_arg, model_command_options
 from .llm_options import llm_precision_options, serving_options
+from .recommend_train import TRAIN_OPTIONS, run_training, train_options
 
 # Options that belong to one form of the command: given with the other form they would be ignored, so they are
 # refused instead (`recommend MODEL --llm X --latency 10ms` would otherwise drop MODEL and --latency).
@@ -57,12 +58,13 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices", "weight
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even where a calibration exists.")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know.")
 @cost_options
+@train_options
 @model_command_options
 @click.pass_context
 def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_devices, latency, throughput, batch,
               dtype, segment, max_power, power_mode, max_price, hardware_names, mode, rank_by, rent, budget, top,
               no_calibration, strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape,
-              catalog_dirs, as_json, **llm_options):
+              catalog_dirs, as_json, train, **llm_options):
     """Rank the devices that run MODEL, or an LLM (--llm), within the targets.
 
     MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
@@ -74,6 +76,25 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
     from ..units import parse_latency_s, parse_power_w, parse_precision
 
     _check_form(ctx, model, llm_config)
+    train_given = {k: llm_options.pop(k) for k in TRAIN_OPTIONS}
+    if not train and (wrong := _given(ctx, TRAIN_OPTIONS)):
+        from ..errors import InputError
+
+        raise InputError(f"{', '.join(wrong)} appl{'y' if len(wrong) > 1 else 'ies'} to --train",
+                         hint="add --train to rank devices for training MODEL")
+    if train and llm_config:
+        from ..errors import InputError
+
+        raise InputError("--train ranks devices for a MODEL, not for --llm", hint="tops-advisor train CONFIG -H CARD")
+    if train:
+        catalog = get_catalog(catalog_dirs)
+        c = Constraints(segment=segment.lower() if segment else None, hardware=tuple(catalog.get(n).id for n in
+                        hardware_names), max_power_w=parse_power_w(max_power) if max_power else None,
+                        power_mode=power_mode, mode="eager" if mode == "graph" and not _given(ctx, ("mode",)) else mode,
+                        rank_by=rank_by if rank_by in ("efficiency", "throughput", "latency") else "throughput",
+                        top=top)
+        return run_training(model, c, dtype if _given(ctx, ("dtype",)) else None, batch, train_given, catalog,
+                            no_calibration, as_json, task, seq, input_shape)
     auto = dtype.strip().lower() == "auto"
     dtypes = auto_dtypes(mode) if auto else tuple(parse_precision(d) for d in dtype.split(","))
     catalog = get_catalog(catalog_dirs)

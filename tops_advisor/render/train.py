@@ -94,3 +94,38 @@ def training_json(p: TrainingPrediction, tw: TrainingWorkload, plan: ParallelPla
              unsupported_ops=dict(tw.workload.unsupported_ops), notes=[n.text for n in tw.workload.notes],
              plan=plan_json(plan) if plan else None)
     return d
+
+
+_RANKED = {"efficiency": "samples/s per watt", "throughput": "samples/s", "latency": "step time"}
+
+
+def recommend_training_table(recs, step: TrainingWorkload, targets, rank_by: str = "efficiency") -> FittedTable:
+    t = FittedTable(title=f"training {step.name} (batch {step.batch} per GPU, {step.setup.describe()}), best "
+                          f"{_RANKED.get(rank_by, rank_by)} first", title_justify="left")
+    for col in ("device", "GPUs", "step", "samples/s", "MFU", "memory/GPU", "to train", "bound"):
+        t.add_column(col, justify="left" if col in ("device", "bound") else "right")
+    for r in recs:
+        t.add_row(r.hardware, f"{r.devices}" + (f" {r.strategy}" if r.devices > 1 else ""), format_seconds(r.step_s),
+                  f"{r.samples_per_s:,.0f}", f"{r.mfu:.0%}", fmt_memory(r.memory_per_device_bytes),
+                  format_seconds(r.time_to_train_s) if r.time_to_train_s else "", r.bound)
+    return t
+
+
+def render_training_recommendations(recs, rejected, step: TrainingWorkload, targets, out,
+                                    rank_by: str = "efficiency") -> None:
+    out.print(recommend_training_table(recs, step, targets, rank_by))
+    if rejected:
+        out.print("ruled out: " + "; ".join(f"{r.hardware} ({r.reason})" for r in rejected), style="dim")
+
+
+def recommend_training_json(recs, rejected, step: TrainingWorkload, targets) -> dict:
+    return {
+        "model": step.name, "batch_per_device": step.batch, "setup": step.setup.describe(), "targets": asdict(targets),
+        "recommendations": [{
+            "hardware": r.hardware, "devices": r.devices, "strategy": r.strategy, "step_time_ms": r.step_s * 1e3,
+            "samples_per_s": r.samples_per_s, "mfu": r.mfu, "bound": r.bound,
+            "memory_per_device_bytes": r.memory_per_device_bytes,
+            "time_to_train_s": r.time_to_train_s, "samples_per_s_per_watt": r.samples_per_s_per_watt,
+            "plan": plan_json(r.plan) if r.plan else None} for r in recs],
+        "rejected": [{"hardware": r.hardware, "reason": r.reason} for r in rejected],
+    }
