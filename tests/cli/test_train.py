@@ -105,3 +105,14 @@ def test_recommend_train_on_several_gpus():
 def test_recommend_train_bad_input(args, message):
     r = recommend(TRAIN / "tiny_mlp.py", *args)
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+
+
+def test_recommend_train_by_cost_prices_the_run():
+    r = recommend(TRAIN / "tiny_mlp.py", "--train", "--batch", "64", "--rank-by", "cost", "--max-time", "1h",
+                  "--samples", "1e7", "--json")
+    assert r.exit_code == 0, r.output
+    recs = json.loads(r.stdout)["recommendations"]
+    per_million = [x["usd_per_million"] for x in recs]
+    assert per_million == sorted(per_million) and all(p is not None for p in per_million)
+    for x in recs:   # the run costs the hours it takes at the hourly price
+        assert x["usd_per_run"] == pytest.approx(x["usd_per_hour"] * x["time_to_train_s"] / 3600)

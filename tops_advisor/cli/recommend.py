@@ -91,10 +91,11 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
         c = Constraints(segment=segment.lower() if segment else None, hardware=tuple(catalog.get(n).id for n in
                         hardware_names), max_power_w=parse_power_w(max_power) if max_power else None,
                         power_mode=power_mode, mode="eager" if mode == "graph" and not _given(ctx, ("mode",)) else mode,
-                        rank_by=rank_by if rank_by in ("efficiency", "throughput", "latency") else "throughput",
-                        top=top)
+                        rank_by=rank_by if rank_by != "price" else "efficiency", top=top,
+                        price_kind="rental" if rent else "purchase")
         return run_training(model, c, dtype if _given(ctx, ("dtype",)) else None, batch, train_given, catalog,
-                            no_calibration, as_json, task, seq, input_shape)
+                            no_calibration, as_json, task, seq, input_shape,
+                            get_pricing(catalog, prices_file, electricity_usd_per_kwh, pue, life_years))
     auto = dtype.strip().lower() == "auto"
     dtypes = auto_dtypes(mode) if auto else tuple(parse_precision(d) for d in dtype.split(","))
     catalog = get_catalog(catalog_dirs)

@@ -30,7 +30,7 @@ def train_options(fn):
 
 
 def run_training(model, c, dtype_given: str | None, batch: int | None, options: dict, catalog, no_calibration: bool,
-                 as_json: bool, task, seq, input_shape) -> None:
+                 as_json: bool, task, seq, input_shape, pricing=None) -> None:
     """Count one training step of ``model`` and rank the catalog for it, then render."""
     from ..api import TrainingCosts, calibration_for
     from ..errors import InputError
@@ -51,7 +51,7 @@ def run_training(model, c, dtype_given: str | None, batch: int | None, options: 
     with progress(f"counting a training step of {model} at batch {batch}", enabled=not as_json):
         step = TrainingCosts(load_model_arg(model, task, seq, input_shape), setup).at(batch)
     cals = {hw.id: calibration_for(hw, use=not no_calibration)[0] for hw in catalog}
-    recs, rejected = recommend_training(step, list(catalog), c, targets, cals)
+    recs, rejected = recommend_training(step, list(catalog), c, targets, cals, pricing)
     from ..render.train import recommend_training_json, render_training_recommendations
 
     if as_json:

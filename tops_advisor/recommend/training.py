@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..calibration import Calibration
 from ..catalog import Hardware
+from ..costs import PriceKind
 from ..errors import InputError, NothingFeasibleError
 from ..formatting import fmt_bytes, fmt_memory, format_seconds
 from ..train.parallel import STRATEGIES, ParallelPlan, plan_data_parallel
@@ -15,7 +16,7 @@ from ..train.predict import TrainingPrediction, predict_training
 from ..train.workload import TrainingWorkload
 from .constraints import Constraints
 from .ranking import candidates, rank
-from .results import Rejection
+from .results import CostFields, Rejection
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,15 @@ class TrainingRecommendation:
     time_to_train_s: float | None
     prediction: TrainingPrediction
     plan: ParallelPlan | None = None
+    cost: dict | None = None          # CostFields.of(costs.Cost) of all devices; None without a price
+    no_price: str | None = None       # why there is no cost
+
+    @property
+    def usd_per_run(self) -> float | None:
+        """What training ``samples`` costs: the time to train at the devices' hourly cost."""
+        if self.cost is None or self.time_to_train_s is None:
+            return None
+        return self.cost["usd_per_hour"] * self.time_to_train_s / 3600
 
     @property
     def samples_per_s_per_watt(self) -> float:
@@ -66,7 +76,15 @@ class TrainingRecommendation:
 
 
 SCORES = {"efficiency": lambda r: r.samples_per_s_per_watt, "throughput": lambda r: r.samples_per_s,
-          "latency": lambda r: -r.step_s, "price": lambda r: r.samples_per_s_per_watt}
+          "latency": lambda r: -r.step_s, "price": lambda r: r.samples_per_s_per_watt,
+          "cost": lambda r: -r.cost["usd_per_million"] if r.cost else float("-inf")}
+
+
+def _cost(hw: Hardware, pricing, kind: PriceKind, rate: float, devices: int, busy: float) -> tuple[dict | None, str | None]:
+    if pricing is None:
+        return None, None
+    cost = pricing.cost(hw, kind, units_per_s=rate, devices=devices, busy=busy)
+    return (CostFields.of(cost), None) if cost is not None else (None, pricing.missing(hw, kind))
 
 
 def _miss(rec: TrainingRecommendation, t: TrainTargets) -> str | None:
@@ -80,7 +98,8 @@ def _miss(rec: TrainingRecommendation, t: TrainTargets) -> str | None:
 
 
 def evaluate(tw: TrainingWorkload, hw: Hardware, t: TrainTargets, mode: str,
-             calibration: Calibration | None = None) -> TrainingRecommendation | Rejection:
+             calibration: Calibration | None = None, pricing=None,
+             kind: PriceKind = PriceKind.RENTAL) -> TrainingRecommendation | Rejection:
     """One device: its step (on ``t.devices`` of it), or why it is ruled out."""
     pred = predict_training(tw, hw, calibration, mode)
     plan = None
@@ -94,19 +113,25 @@ def evaluate(tw: TrainingWorkload, hw: Hardware, t: TrainTargets, mode: str,
     if memory > hw.memory_bytes:
         return Rejection(hardware=hw.id, reason=f"needs {fmt_memory(memory)} per device, has "
                                                 f"{fmt_bytes(hw.memory_bytes)}")
+    busy = min(1.0, sum(p.device_s for p in pred.parts) / pred.step_s) if pred.step_s else 1.0
+    cost, no_price = _cost(hw, pricing, kind, rate, t.devices, busy)
     rec = TrainingRecommendation(
         hardware=hw.id, name=hw.name, devices=t.devices, strategy=t.strategy if t.devices > 1 else "single",
         step_s=step, samples_per_s=rate, mfu=pred.mfu * pred.step_s / step, bound=pred.bound,
         memory_per_device_bytes=memory, tdp_w=hw.tdp_w,
-        time_to_train_s=t.samples / rate if t.samples and rate else None, prediction=pred, plan=plan)
+        time_to_train_s=t.samples / rate if t.samples and rate else None, prediction=pred, plan=plan, cost=cost,
+        no_price=no_price)
     why = _miss(rec, t)
     return rec if why is None else Rejection(hardware=hw.id, reason=why)
 
 
 def recommend_training(tw: TrainingWorkload, devices: list[Hardware], c: Constraints, t: TrainTargets,
-                       calibrations: dict[str, Calibration | None] | None = None
+                       calibrations: dict[str, Calibration | None] | None = None, pricing=None
                        ) -> tuple[list[TrainingRecommendation], list[Rejection]]:
-    """Devices that train ``tw`` within the targets, best first by ``c.rank_by``, and the others with why."""
+    """Devices that train ``tw`` within the targets, best first by ``c.rank_by``, and the others with why.
+    ``pricing`` (``costs.Pricing``): each device's cost per hour, per million samples and per run (rented, or
+    bought per ``c.price_kind``); ``rank_by`` "cost" ranks the cheapest per million samples first and lists
+    devices without a price among the rejections."""
     calibrations = calibrations or {}
     kept, rejected = candidates(devices, c)
     mode = c.mode if c.mode in ("eager", "graph") else "eager"
@@ -115,4 +140,12 @@ def recommend_training(tw: TrainingWorkload, devices: list[Hardware], c: Constra
         return NothingFeasibleError("no device trains it within the targets", hint="; ".join(
             f"{r.hardware}: {r.reason}" for r in rej[:4]))
 
-    return rank(kept, rejected, c, lambda hw: evaluate(tw, hw, t, mode, calibrations.get(hw.id)), SCORES, nothing)
+    kind = PriceKind.RENTAL if c.price_kind == "rental" else PriceKind.PURCHASE
+
+    def one(hw: Hardware):
+        rec = evaluate(tw, hw, t, mode, calibrations.get(hw.id), pricing, kind)
+        if c.rank_by == "cost" and isinstance(rec, TrainingRecommendation) and rec.cost is None:
+            return Rejection(hardware=hw.id, reason=rec.no_price or "no price")
+        return rec
+
+    return rank(kept, rejected, c, one, SCORES, nothing)

@@ -102,12 +102,14 @@ _RANKED = {"efficiency": "samples/s per watt", "throughput": "samples/s", "laten
 def recommend_training_table(recs, step: TrainingWorkload, targets, rank_by: str = "efficiency") -> FittedTable:
     t = FittedTable(title=f"training {step.name} (batch {step.batch} per GPU, {step.setup.describe()}), best "
                           f"{_RANKED.get(rank_by, rank_by)} first", title_justify="left")
-    for col in ("device", "GPUs", "step", "samples/s", "MFU", "memory/GPU", "to train", "bound"):
+    for col in ("device", "GPUs", "step", "samples/s", "MFU", "memory/GPU", "to train", "$/h", "$/run", "bound"):
         t.add_column(col, justify="left" if col in ("device", "bound") else "right")
     for r in recs:
         t.add_row(r.hardware, f"{r.devices}" + (f" {r.strategy}" if r.devices > 1 else ""), format_seconds(r.step_s),
                   f"{r.samples_per_s:,.0f}", f"{r.mfu:.0%}", fmt_memory(r.memory_per_device_bytes),
-                  format_seconds(r.time_to_train_s) if r.time_to_train_s else "", r.bound)
+                  format_seconds(r.time_to_train_s) if r.time_to_train_s else "",
+                  f"{r.cost['usd_per_hour']:,.2f}" if r.cost else "", f"{r.usd_per_run:,.0f}" if r.usd_per_run else "",
+                  r.bound)
     return t
 
 
@@ -126,6 +128,7 @@ def recommend_training_json(recs, rejected, step: TrainingWorkload, targets) -> 
             "samples_per_s": r.samples_per_s, "mfu": r.mfu, "bound": r.bound,
             "memory_per_device_bytes": r.memory_per_device_bytes,
             "time_to_train_s": r.time_to_train_s, "samples_per_s_per_watt": r.samples_per_s_per_watt,
-            "plan": plan_json(r.plan) if r.plan else None} for r in recs],
+            **(r.cost or {"usd_per_hour": None, "usd_per_million": None, "no_price_reason": r.no_price}),
+            "usd_per_run": r.usd_per_run, "plan": plan_json(r.plan) if r.plan else None} for r in recs],
         "rejected": [{"hardware": r.hardware, "reason": r.reason} for r in rejected],
     }
