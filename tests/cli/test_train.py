@@ -116,3 +116,15 @@ def test_recommend_train_by_cost_prices_the_run():
     assert per_million == sorted(per_million) and all(p is not None for p in per_million)
     for x in recs:   # the run costs the hours it takes at the hourly price
         assert x["usd_per_run"] == pytest.approx(x["usd_per_hour"] * x["time_to_train_s"] / 3600)
+
+
+@pytest.mark.slow
+def test_a_transformers_config_trains_by_name(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+                               "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                               "num_key_value_heads": 2, "vocab_size": 1000, "max_position_embeddings": 128}))
+    r = run(f"hf:{cfg}", "-H", "h200-sxm", "--batch", "2", "--seq", "32", "--dtype", "amp-bf16", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert "per token" in d["loss"] and d["tokens_per_s"] > 0
