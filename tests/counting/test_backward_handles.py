@@ -121,8 +121,9 @@ def test_batch_norm_backward_training():
     step = count_step(nn.BatchNorm2d(4), torch.randn(2, 4, 3, 3, requires_grad=True))
     (op,) = step.named("aten.native_batch_norm_backward")
     assert op.flops == 9 * 72 and op.kernels == 1               # 2*4*3*3 = 72 elements, 9 operations each
-    # dy 288 + x 288 + weight, running mean and var, saved mean and invstd (5 x 16)
-    assert op.bytes_read == 288 + 288 + 80
+    # dy 288 + x 288, each read twice (the channel sums, then dx), + weight, running mean and var, saved mean
+    # and invstd (5 x 16)
+    assert op.bytes_read == 2 * (288 + 288) + 80
     assert op.bytes_written == 288 + 16 + 16 and op.family == "batch_norm_backward"
 
 

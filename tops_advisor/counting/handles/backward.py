@@ -209,6 +209,11 @@ def _batch_norm_backward(c: OpCall, dy: TensorInfo, x: TensorInfo, weight, train
     if (dw or db) and not (train and dx):   # the per-channel sums alone (training's input gradient has them)
         ops += O.BATCH_NORM_BACKWARD_AFFINE * x.numel
     read = dy.nbytes + stats + (x.nbytes if train or dw else 0.0)   # frozen: dx = dy * weight * rstd
+    if train and dx:
+        # the per-channel sums of dy and dy * x-hat first, then dx from them: dy and x are read twice (H200
+        # profile, ResNet-50 b32 amp: the backward's 53 batch norms took 2703 us, 2x one pass at the roofline's
+        # bandwidth; benchmarks/studies/training-step/h200_train_profiles.json)
+        read += dy.nbytes + x.nbytes
     written = (_bytes_of(x) if dx else 0.0) + (dw + db) * (weight.nbytes if has_weight else 0.0)
     return Cost(OpKind.NORM, ops, bytes_read=read, bytes_written=written,
                 param_bytes=weight.nbytes if has_weight and weight.is_param else 0.0)

@@ -163,6 +163,12 @@ def batch_norm(c: OpCall) -> Cost:
     training = bool(c.arg(5, "training", False))
     cost = (norm(O.BATCH_NORM_TRAINING, O.LAYER_NORM_AFFINE, 1) if training
             else norm(O.BATCH_NORM_EVAL, O.BATCH_NORM_EVAL_AFFINE, 1))(c)
+    if training:
+        # Training statistics come first: the kernel reads each channel's input once for its mean and variance
+        # and again to normalize it (a channel's N*H*W values do not stay on chip), so the input is read twice.
+        # H200 profile, ResNet-50 b32 amp (benchmarks/studies/training-step/h200_train_profiles.json): the
+        # forward's 53 batch norms took 1589 us, 2.6x one read and one write at the roofline's bandwidth.
+        cost = replace(cost, bytes_read=sum(t.nbytes for t in c.inputs) + c.args[0].nbytes)
     weight = c.arg(1, "weight")
     if c.args[0].itemsize == 2 and not (weight is not None and weight.itemsize == 4):
         # Half-precision batch norm with half (or no) weights is not cuDNN's: PyTorch runs native_batch_norm
