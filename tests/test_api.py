@@ -57,3 +57,15 @@ def test_the_largest_fitting_batch_follows_the_memory_model():
     p = predict(w, HW)
     reserve = p.memory_required_bytes - 12.8e9
     assert largest_fitting_batch(w, p) == int((16e9 - 4e9 - reserve) // 1.1e9)
+
+
+def test_fsdp_plan_of_an_llm_config_wraps_each_layer():
+    from tops_advisor.api import analyze_training, load_catalog
+    from tops_advisor.train import LoraSpec, TrainSetup
+
+    hw = load_catalog().get("h100-sxm")
+    r = analyze_training("llama3-8b", hw, batch=1, seq=512, setup=TrainSetup("bf16", lora=LoraSpec(16, 32.0)),
+                         devices=8, strategy="fsdp")
+    plan = r.plan
+    # the step's compute hides every gather but the first of llama3-8b's 32 layers: a third of the traffic / 32
+    assert plan.exposed_comm_s == pytest.approx(plan.comm_s / 3 / 32, rel=1e-6)

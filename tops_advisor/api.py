@@ -312,7 +312,7 @@ def analyze_training(model, hw: Hardware, *, batch: int = 1, setup: TrainSetup |
     is taken as it is; an LLM preset or config.json is built analytically at ``seq`` tokens per sequence,
     ``LLM_TRAIN_SEQ`` by default: ``llm.training``) and predict it on ``hw``; on ``devices`` > 1 GPUs also plan
     it with ``strategy`` (ddp or fsdp, ``train.parallel``; FSDP wraps an LLM's layers one unit each)."""
-    from .llm import is_llm_spec
+    from .llm import is_llm_spec, load_config
     from .llm import training_workload as llm_training_workload
     from .train.parallel import FSDP_UNITS_DEFAULT, STRATEGIES, plan_data_parallel
 
@@ -325,8 +325,11 @@ def analyze_training(model, hw: Hardware, *, batch: int = 1, setup: TrainSetup |
     from .counting import UnsupportedOpWarning
 
     costs = model if isinstance(model, TrainingCosts) else None
+    units = FSDP_UNITS_DEFAULT
     if costs is None and isinstance(model, (str, Path)) and is_llm_spec(model):
-        tw = llm_training_workload(model, batch, seq or LLM_TRAIN_SEQ, setup or TrainSetup(), strict=strict)
+        cfg = load_config(model, strict=strict)
+        units = cfg.num_layers                     # FSDP wraps each decoder layer (transformers' auto-wrap policy)
+        tw = llm_training_workload(cfg, batch, seq or LLM_TRAIN_SEQ, setup or TrainSetup())
     else:
         with warnings.catch_warnings():  # unsupported operators are in the workload; the caller shows them
             warnings.simplefilter("ignore", UnsupportedOpWarning)
@@ -336,7 +339,6 @@ def analyze_training(model, hw: Hardware, *, batch: int = 1, setup: TrainSetup |
     pred = predict_training(tw, hw, mode=mode, perf=perf)
     plan = None
     if devices > 1:
-        units = getattr(tw, "layers", 0) or FSDP_UNITS_DEFAULT
         plan = plan_data_parallel(pred, hw, strategy, devices, calibration=calibration[0], units=units,
                                   reserve_bytes=pred.memory_required_bytes - pred.memory.peak_bytes)
     return TrainingAnalysis(tw, pred, plan)
