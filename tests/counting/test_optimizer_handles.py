@@ -13,6 +13,7 @@ from torch import nn
 
 from tests.counting.backward_step import count_step
 from tests.paths import EXAMPLES, REPO
+from tests.train.launch_reference import reference_launches
 from tops_advisor.counting.handles import OpCall, TensorInfo, lookup
 from tops_advisor.counting.handles.optimizer import CHUNK_ELEMENTS, multi_tensor_launches
 from tops_advisor.counting.sources import load_model
@@ -37,25 +38,6 @@ C = CHUNK_ELEMENTS  # 65536 elements per chunk, one thread block each
 ])
 def test_multi_tensor_launches_by_hand(numels, depth, scalar_list, launches):
     assert multi_tensor_launches(numels, depth, scalar_list) == launches
-
-
-def reference_launches(numels, depth, scalar_list=False):
-    """aten/src/ATen/native/cuda/MultiTensorApply.cuh's multi_tensor_apply loop, chunk by chunk, as written."""
-    max_tensors = ((96, 64, 48, 36, 30) if scalar_list else (110, 64, 48, 36, 30))[depth - 1]
-    launches = loc_block = loc_tensor = 0
-    for numel in numels:
-        if numel == 0:
-            continue
-        loc_tensor += 1
-        chunks = numel // C + (numel % C != 0)
-        for chunk in range(chunks):
-            loc_block += 1
-            tensors_full = loc_tensor == max_tensors and chunk == chunks - 1
-            if tensors_full or loc_block == 320:
-                launches += 1
-                loc_block = 0
-                loc_tensor = 0 if chunk == chunks - 1 else 1
-    return launches + (loc_block != 0)
 
 
 def test_multi_tensor_launches_follow_the_cuda_loop():

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from tests.train.launch_reference import reference_launches
 from tops_advisor.kinds import Phase
 from tops_advisor.train import TrainSetup
 from tops_advisor.train.optimizer import (
@@ -17,26 +18,6 @@ from tops_advisor.train.optimizer import (
     multi_tensor_launches,
     optimizer_step,
 )
-
-
-def _reference_launches(numels, depth, scalar_list=False, limits=LAUNCH_LIMITS):
-    """multi_tensor_apply's packing loop (aten/src/ATen/native/cuda/MultiTensorApply.cuh) chunk by chunk."""
-    max_tensors = (limits.max_tensors_scalar_list if scalar_list else limits.max_tensors)[depth - 1]
-    launches = loc_block = loc_tensor = 0
-    for numel in numels:
-        if numel == 0:
-            continue
-        loc_tensor += 1
-        chunks = numel // CHUNK_ELEMENTS + (numel % CHUNK_ELEMENTS != 0)
-        for chunk in range(chunks):
-            loc_block += 1
-            tensors_full = loc_tensor == max_tensors and chunk == chunks - 1
-            if tensors_full or loc_block == limits.max_blocks:
-                launches += 1
-                loc_block = 0
-                loc_tensor = 0 if chunk == chunks - 1 else 1
-    return launches + (1 if loc_block else 0)
-
 
 CASES = [
     [], [1], [65536], [65537], [320 * 65536], [320 * 65536 + 1], [1] * 110, [1] * 111, [1] * 97,
@@ -50,7 +31,7 @@ CASES = [
                                                (3, True)])
 @pytest.mark.parametrize("limits", [LAUNCH_LIMITS, LAUNCH_LIMITS_CUDA13])
 def test_launches_follow_multi_tensor_apply_packing(numels, depth, scalar_list, limits):
-    assert multi_tensor_launches(numels, depth, scalar_list, limits) == _reference_launches(numels, depth,
+    assert multi_tensor_launches(numels, depth, scalar_list, limits) == reference_launches(numels, depth,
                                                                                             scalar_list, limits)
 
 
