@@ -42,6 +42,7 @@ def parse_precision(text: str, allowed: tuple[str, ...] = PRECISIONS) -> str:
 
 _LATENCY_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 _POWER_UNITS = {"w": 1.0, "kw": 1e3}
+_DURATION_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 _QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?\d+)?)\s*([a-zµ]*)\s*$", re.IGNORECASE)
 
 
@@ -62,6 +63,11 @@ def _parse_quantity(text: str, units: dict[str, float], what: str, example: str)
 def parse_latency_s(text: str) -> float:
     """'10ms' -> 0.01, '0.5s' -> 0.5, '250us' -> 0.00025."""
     return _parse_quantity(text, _LATENCY_UNITS, "latency", "10ms, 0.5s or 250us")
+
+
+def parse_duration_s(text: str, what: str = "duration") -> float:
+    """'12h' -> 43200.0, '3d', '90min', '3600s'."""
+    return _parse_quantity(text, _DURATION_UNITS, what, "12h, 3d or 90min")
 
 
 def parse_power_w(text: str) -> float:

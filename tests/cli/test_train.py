@@ -100,7 +100,7 @@ def test_recommend_train_on_several_gpus():
     (["--optimizer", "sgd"], "applies to --train"),
     (["--train"], "--train needs --batch"),
     (["--train", "--batch", "8", "--max-time", "12h"], "--max-time and --samples go together"),
-    (["--train", "--batch", "8", "--max-time", "soon", "--samples", "10"], "expected a positive duration"),
+    (["--train", "--batch", "8", "--max-time", "soon", "--samples", "10"], "--max-time 'soon' needs a positive number"),
 ])
 def test_recommend_train_bad_input(args, message):
     r = recommend(TRAIN / "tiny_mlp.py", *args)

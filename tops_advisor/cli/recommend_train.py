@@ -37,7 +37,7 @@ def run_training(model, c, dtype_given: str | None, batch: int | None, options: 
     from ..recommend.training import TrainTargets, recommend_training
     from ..render.progress import progress
     from ..train import TrainSetup, parse_lora, parse_optimizer, parse_train_precision
-    from ..units import parse_latency_s
+    from ..units import parse_duration_s, parse_latency_s
 
     if batch is None:
         raise InputError("--train needs --batch (samples per optimizer step on each GPU)", hint="e.g. --batch 64")
@@ -46,7 +46,7 @@ def run_training(model, c, dtype_given: str | None, batch: int | None, options: 
     targets = TrainTargets(
         step_time_s=parse_latency_s(options["step_time"]) if options["step_time"] else None,
         samples_per_s=options["samples_per_s"], samples=options["samples"],
-        max_time_s=parse_duration_s(options["max_time"]) if options["max_time"] else None,
+        max_time_s=parse_duration_s(options["max_time"], "--max-time") if options["max_time"] else None,
         devices=options["devices"] or 1, strategy=(options["strategy"] or "ddp").strip().lower())
     with progress(f"counting a training step of {model} at batch {batch}", enabled=not as_json):
         step = TrainingCosts(load_model_arg(model, task, seq, input_shape), setup).at(batch)
@@ -61,22 +61,3 @@ def run_training(model, c, dtype_given: str | None, batch: int | None, options: 
 
     render_training_recommendations(recs, rejected, step, targets, console(), c.rank_by)
 
-
-_DURATION_UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration_s(text: str) -> float:
-    """'12h', '3d', '90min', '3600s' -> seconds."""
-    from ..errors import InputError
-
-    t = str(text).strip().lower()
-    for unit in sorted(_DURATION_UNITS, key=len, reverse=True):
-        if t.endswith(unit):
-            try:
-                value = float(t[: -len(unit)])
-            except ValueError:
-                break
-            if value > 0:
-                return value * _DURATION_UNITS[unit]
-            break
-    raise InputError(f"--max-time {text!r}: expected a positive duration with units, e.g. 12h, 3d, 90min")
