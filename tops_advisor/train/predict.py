@@ -22,9 +22,7 @@ from ..roofline.device import DevicePerf, device_perf
 from ..roofline.predict import BOUNDS, device_times
 from .defaults import TRAINING_DEFAULTS, TrainingDefaults, workspace_bytes
 from .timeline import run_steps
-from .workload import NOT_MODELLED, MemoryParts, TrainingWorkload
-
-PHASES = (Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER)
+from .workload import NOT_MODELLED, PHASES, MemoryParts, TrainingWorkload
 
 
 @dataclass(frozen=True)
@@ -130,7 +128,7 @@ def host_times(a: OpArrays, phase: np.ndarray, tw: TrainingWorkload, perf: Devic
     scale = perf.eager_op_s / d.eager_op_s.value           # the calibration's host scale
     k = a.kernels
     launching = (k >= 1) & ~a.internal
-    in_module = np.array([bool(op.module) for op in tw.workload.ops], dtype=bool)
+    in_module = tw.in_module
     bwd_all, opt = phase == 1, phase == 2
     fwd = (phase == 0) | (bwd_all & in_module)
     bwd = bwd_all & ~in_module
@@ -150,11 +148,6 @@ def host_times(a: OpArrays, phase: np.ndarray, tw: TrainingWorkload, perf: Devic
     if first_opt.size:
         host[first_opt[0]] += scale * td.optimizer_tensor_s.value * tw.optimizer_tensors
     return host
-
-
-def phase_index(tw: TrainingWorkload) -> np.ndarray:
-    """Each operator's part of the step, as an index into PHASES."""
-    return np.array([PHASES.index(op.phase) for op in tw.workload.ops], dtype=int)
 
 
 def _parts(finish: np.ndarray, phase: np.ndarray, host: np.ndarray, device: np.ndarray, bound: np.ndarray,
@@ -196,7 +189,7 @@ def predict_training(tw: TrainingWorkload, hardware: Hardware, calibration: Cali
     a = op_arrays(tw.workload)
     t = device_times(a, perf)
     device = t.device
-    phase = phase_index(tw)
+    phase = tw.phase_index
     host = host_times(a, phase, tw, perf, training_defaults) if mode == Mode.EAGER else np.zeros_like(device)
     finish = run_steps(host, device, tw.sync_op if mode == Mode.EAGER else -1, steps=2)
     step_start = float(finish[0, -1])

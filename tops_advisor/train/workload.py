@@ -4,10 +4,16 @@ trains, and the memory it holds at its high-water mark, in parts."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import cached_property
+
+import numpy as np
 
 from ..kinds import Phase
 from ..workload import Workload
 from .setup import TrainSetup
+
+# The parts of a step, in order; ``TrainingWorkload.phase_index`` indexes this.
+PHASES = (Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER)
 
 # What the memory model leaves out (said with every training memory figure).
 NOT_MODELLED = ("allocator fragmentation and cached-but-free blocks (torch.cuda.memory_reserved above "
@@ -69,8 +75,24 @@ class TrainingWorkload:
     def batch(self) -> int:
         return self.workload.batch
 
+    @cached_property
+    def phase_index(self) -> np.ndarray:
+        """Each operator's part of the step, as an index into PHASES (made once: every device reads it)."""
+        return np.array([PHASES.index(op.phase) for op in self.workload.ops], dtype=int)
+
+    @cached_property
+    def in_module(self) -> np.ndarray:
+        """Operators issued inside a module's forward: the forward's, and checkpointing's recompute in the
+        backward (the autograd engine's own operators run outside every module)."""
+        return np.array([bool(op.module) for op in self.workload.ops], dtype=bool)
+
+    @cached_property
+    def _flops_by_phase(self) -> dict[Phase, float]:
+        flops = np.array([op.flops for op in self.workload.ops], dtype=float)
+        return {p: float(flops[self.phase_index == i].sum()) for i, p in enumerate(PHASES)}
+
     def phase_flops(self, phase: Phase) -> float:
-        return float(sum(op.flops for op in self.workload.ops if op.phase == phase))
+        return self._flops_by_phase[Phase(phase)]
 
     @property
     def model_flops(self) -> float:
