@@ -49,7 +49,7 @@ class UnsupportedOpWarning(UserWarning):
     """Some operators have no counting formula and were counted as zero operations."""
 
 
-def _report_unsupported(label: str, unsupported: dict[str, int], strict: bool) -> None:
+def report_unsupported(label: str, unsupported: dict[str, int], strict: bool) -> None:
     """Warn about operators counted as zero operations (``strict``: raise CountingError)."""
     if not unsupported:
         return
@@ -94,7 +94,7 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
 
     params = {id(p): p for p in module.parameters()}.values()
     unsupported = dict(sorted(run.recorder.unsupported.items()))
-    _report_unsupported(label, unsupported, strict)
+    report_unsupported(label, unsupported, strict)
     return Workload(
         name=name or type(module).__name__, batch=leading_batch((args, kwargs)) if batch is None else batch,
         dtype=dtype, ops=ops, params=int(sum(p.numel() for p in params)),

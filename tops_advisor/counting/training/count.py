@@ -11,7 +11,7 @@ from ...errors import InputError, ModelFileError
 from ...kinds import Lowering
 from ...train import MemoryParts, TrainingWorkload, TrainSetup
 from ...workload import Note, NoteKind, Workload
-from ..counter import _report_unsupported
+from ..counter import report_unsupported
 from ..library_models import LibraryModel
 from ..lowering import lower
 from ..model_file import ModelFile
@@ -68,7 +68,7 @@ def count_training(model: str | Path | ModelSource, batch: int = 1, setup: Train
     found = run_step(module, args, kwargs, run, setup, label, user_loss, isinstance(source, LibraryModel))
     ops = lower(lowering, run.recorder.records)
     unsupported = dict(sorted(run.recorder.unsupported.items()))
-    _report_unsupported(label, unsupported, strict)
+    report_unsupported(label, unsupported, strict)
     params = list(module.parameters())
     trainable = sum(p.numel() for p in params if p.requires_grad)
     w = Workload(

@@ -5,7 +5,7 @@ weights, the optimizer's multi-tensor kernels, GradScaler's checks), each with i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -35,7 +35,6 @@ class StepRun:
     peak: Peak | None = None
     state_bytes: float = 0.0
     optimizer_tensors: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 def autograd_nodes(loss: torch.Tensor) -> int:
