@@ -10,6 +10,7 @@ from torch import nn
 
 from tests.counting.backward_step import count_step
 from tests.counting.modules import as_module
+from tops_advisor.counting import count_module
 from tops_advisor.counting.handles import OpCall, TensorInfo, lookup
 from tops_advisor.counting.handles.backward_vector import embedding_sort_kernels
 from tops_advisor.counting.lowering import lower_inductor_cuda, lower_pytorch_cuda
@@ -342,3 +343,28 @@ FUNCTIONAL_STEPS = {
 def test_every_backward_operator_of_common_functions_has_a_formula(name):
     step = count_step(as_module(FUNCTIONAL_STEPS[name]), torch.randn(4, 8, requires_grad=True))
     assert step.unsupported == {} and step.backward
+
+
+def test_training_batch_norm_records_its_channels_as_rows():
+    """Training batch norm reduces each channel over N x H x W in one thread block (forward statistics and the
+    backward): both records carry m = channels, n = N*H*W; eval batch norm (elementwise) carries none."""
+    bn = nn.BatchNorm2d(4)
+    step = count_step(bn, torch.randn(2, 4, 3, 5, requires_grad=True))
+    forward = next(r for r in step.forward if r.name == "aten.native_batch_norm")
+    backward = next(r for r in step.backward if r.family == "batch_norm_backward")
+    assert forward.gemm == backward.gemm == GemmShape(m=4, n=2 * 3 * 5, k=1)   # 4 channels of 30 elements
+    inference = count_module(bn.eval(), torch.randn(2, 4, 3, 5), "fp32")
+    assert [r.gemm for r in inference.ops if r.kind == OpKind.NORM] == [None]
+
+
+@pytest.mark.parametrize(("dtype", "expected"), [
+    (torch.float32, [DEPTHWISE_DGRAD_FAMILY, DEPTHWISE_WGRAD_FAMILY]),    # fp32: PyTorch's own kernels always
+    (torch.bfloat16, [DEPTHWISE_DGRAD_FAMILY, DEPTHWISE_WGRAD_FAMILY]),   # bf16: likewise
+    (torch.float16, [CONV_DGRAD_FAMILY, CONV_WGRAD_FAMILY]),              # fp16, 32 channels, 3x3 stride 1: cuDNN
+])
+def test_depthwise_gradients_run_pytorchs_kernels_unless_fp16_goes_to_cudnn(dtype, expected):
+    """``use_cudnn_depthwise`` (aten/src/ATen/native/Convolution.cpp) takes only kHalf inputs: a 32-channel
+    3x3 stride-1 depthwise convolution's gradients are cuDNN's in fp16 and PyTorch's in bf16 and fp32."""
+    depthwise = nn.Conv2d(32, 32, 3, padding=1, groups=32, bias=False).to(dtype)
+    parts = conv_parts(count_step(depthwise, torch.randn(2, 32, 8, 8, dtype=dtype, requires_grad=True)))
+    assert [r.family for r in parts] == expected

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tests.conftest import make_hardware
+from tests.counting.backward_step import count_step
 from tops_advisor.catalog import load_catalog
 from tops_advisor.counting import count_module
 from tops_advisor.counting.conv_backend import depthwise_family
@@ -21,8 +22,9 @@ from tops_advisor.roofline import predict
 from tops_advisor.roofline.arrays import op_arrays
 from tops_advisor.roofline.defaults import DEFAULTS, Default, GemmTile
 from tops_advisor.roofline.device import device_perf
-from tops_advisor.roofline.rates import CLASSES, op_classes, padded_group_width
-from tops_advisor.workload import NATIVE_DEPTHWISE_FAMILY, NoteKind
+from tops_advisor.roofline.predict import device_times
+from tops_advisor.roofline.rates import CLASSES, bandwidth_factors, op_classes, padded_group_width
+from tops_advisor.workload import NATIVE_DEPTHWISE_FAMILY, NoteKind, Workload
 
 NATIVE = NATIVE_DEPTHWISE_FAMILY
 
@@ -313,3 +315,32 @@ def test_a_misaligned_pointwise_convolution_pays_its_layout_conversions():
     # 0.5 x 0.4 = 200 GB/s: 12.04224 us
     copies_s = 12.04224e-6
     assert p.compute_s == pytest.approx(gemm_s + copies_s, rel=1e-9)
+
+
+def _training_batch_norm_memory_s(channels: int, dtype: torch.dtype, hw) -> tuple[float, float]:
+    """(memory time, bytes time) of the forward batch norm of one training step of BatchNorm2d(channels) on a
+    (32, channels, 56, 56) input, predicted on ``hw``."""
+    bn = nn.BatchNorm2d(channels).to(dtype)
+    step = count_step(bn, torch.randn(32, channels, 56, 56, dtype=dtype, requires_grad=True))
+    op = next(r for r in step.forward if r.name == "aten.native_batch_norm")
+    a = op_arrays(Workload("bn", 32, "bf16" if dtype == torch.bfloat16 else "fp32", (op,)))
+    perf = device_perf(hw)
+    share = bandwidth_factors(a, op_classes(a, DEFAULTS), DEFAULTS)[0]
+    return float(device_times(a, perf).memory[0]), float(a.bytes[0] / (perf.bandwidth_bytes_per_s * share))
+
+
+def test_training_batch_norm_streams_a_channel_per_block_in_waves():
+    """A training batch norm reduces each channel's N*H*W elements in one thread block: with fewer channels
+    than SMs it takes one wave of n x batch_norm_element_s (far above its bytes' time); twice the SMs in
+    channels takes two waves; bf16 runs PyTorch's native kernels (their own per-element time)."""
+    hw = load_catalog().get("h200-sxm")
+    d = DEFAULTS.batch_norm_element_s.value
+    clock = DEFAULTS.layer_norm_reference_clock_mhz.value / (hw.boost_clock_mhz * hw.clock_scale)
+    n = 32 * 56 * 56                                          # 100,352 elements per channel
+    one_wave, bytes_s = _training_batch_norm_memory_s(16, torch.float32, hw)
+    assert one_wave == pytest.approx(n * d["forward"]["cudnn"] * clock, rel=1e-6)
+    assert one_wave > 5 * bytes_s
+    two_waves, _ = _training_batch_norm_memory_s(2 * hw.compute_units, torch.float32, hw)
+    assert two_waves == pytest.approx(2 * one_wave, rel=1e-6)
+    native, _ = _training_batch_norm_memory_s(16, torch.bfloat16, hw)
+    assert native == pytest.approx(n * d["forward"]["native"] * clock, rel=1e-6)

@@ -26,15 +26,18 @@ _MIN_WIDTH = 7
 
 
 def depthwise_family(x_shape: Sequence[int], w_shape: Sequence[int], stride: Sequence[int],
-                     dilation: Sequence[int], groups: int, transposed: bool) -> str:
+                     dilation: Sequence[int], groups: int, transposed: bool, half: bool = True) -> str:
     """``NATIVE_DEPTHWISE_FAMILY`` for a 2-D depthwise convolution PyTorch runs on its own kernel even in
-    fp16; "" for every other convolution (cuDNN's)."""
+    fp16 (``half``: the input is fp16; bf16 and fp32 ones always run it); "" for every other convolution
+    (cuDNN's)."""
     if transposed or len(x_shape) != 4 or len(w_shape) != 4:
         return ""
     batch, channels, width = x_shape[0], x_shape[1], x_shape[3]
     if groups <= 1 or channels != groups or w_shape[0] % channels:
         return ""   # not depthwise: cuDNN's ordinary (grouped) convolution
-    return "" if _cudnn_takes_it(batch, channels, width, w_shape, stride, dilation) else NATIVE_DEPTHWISE_FAMILY
+    if half and _cudnn_takes_it(batch, channels, width, w_shape, stride, dilation):
+        return ""
+    return NATIVE_DEPTHWISE_FAMILY
 
 
 def _cudnn_takes_it(batch: int, channels: int, width: int, w_shape: Sequence[int], stride: Sequence[int],

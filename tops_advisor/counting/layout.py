@@ -117,14 +117,16 @@ def cudnn_output_layout(name: str, args: tuple, out):
     return out
 
 
-def _conv_family(call: OpCall, x: torch.Tensor, w: torch.Tensor, first: int) -> str:
+def _conv_family(call: OpCall, x: torch.Tensor, w: torch.Tensor, first: int, by_dtype: bool = False) -> str:
     """A convolution's backend family from its input, weight and the arguments from stride on (``first``:
-    the position of stride: 3 in the forward, 4 in convolution_backward)."""
+    the position of stride: 3 in the forward, 4 in convolution_backward). ``by_dtype``: a bf16 or fp32 depthwise
+    convolution is PyTorch's own kernel too (the forward's rates say so by dtype; a gradient's by family)."""
     if _channels_last(x):
         return ""
     return depthwise_family(tuple(x.shape), tuple(w.shape), int_tuple(call.arg(first, "stride", 1)),
                             int_tuple(call.arg(first + 2, "dilation", 1)), int(call.arg(first + 5, "groups", 1)),
-                            bool(call.arg(first + 3, "transposed", False)))
+                            bool(call.arg(first + 3, "transposed", False)),
+                            half=x.dtype == torch.float16 or not by_dtype)
 
 
 def family(call: OpCall, ins: list[torch.Tensor], own: str = "") -> str:
@@ -136,7 +138,7 @@ def family(call: OpCall, ins: list[torch.Tensor], own: str = "") -> str:
     name = call.name
     if own:
         if own in _DEPTHWISE_PARTS and name == CONV_BACKWARD and len(ins) >= 3 \
-                and _conv_family(call, ins[1], ins[2], 4) == NATIVE_DEPTHWISE_FAMILY:
+                and _conv_family(call, ins[1], ins[2], 4, by_dtype=True) == NATIVE_DEPTHWISE_FAMILY:
             return _DEPTHWISE_PARTS[own]
         return own
     if name in CONVOLUTIONS and len(ins) >= 2:

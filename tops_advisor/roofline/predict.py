@@ -190,6 +190,7 @@ def device_times(a: OpArrays, perf: DevicePerf, tf32_matmul: bool = False) -> _D
     bandwidth = perf.bandwidth_bytes_per_s * rates.bandwidth_factors(a, cls, perf.defaults)
     compute = np.divide(a.flops, rate, out=np.zeros_like(rate), where=a.flops > 0)
     memory = a.bytes / bandwidth + rates.layer_norm_rows_s(a, perf) + rates.group_norm_rows_s(a, perf)
+    memory = np.maximum(memory, rates.batch_norm_rows_s(a, perf))   # a channel per block, or the bytes
     if perf.gemm_samples:
         compute, memory = _gemm_sample_correction(a, perf, precision, compute, memory)
     return _DeviceTimes(precision, compute, memory, rates.floors(a, cls, perf), a.kernels * perf.kernel_gap_s)

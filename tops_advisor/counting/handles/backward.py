@@ -14,6 +14,7 @@ from ... import opcosts as O
 from ...kinds import OpKind
 from ...workload import CONV_BGRAD_FAMILY, CONV_DGRAD_FAMILY, CONV_WGRAD_FAMILY, GemmShape
 from .registry import Cost, OpCall, TensorInfo, int_tuple, register
+from .vector import channel_rows
 
 
 def _bytes_of(t: TensorInfo) -> float:
@@ -216,7 +217,8 @@ def _batch_norm_backward(c: OpCall, dy: TensorInfo, x: TensorInfo, weight, train
         read += dy.nbytes + x.nbytes
     written = (_bytes_of(x) if dx else 0.0) + (dw + db) * (weight.nbytes if has_weight else 0.0)
     return Cost(OpKind.NORM, ops, bytes_read=read, bytes_written=written,
-                param_bytes=weight.nbytes if has_weight and weight.is_param else 0.0)
+                param_bytes=weight.nbytes if has_weight and weight.is_param else 0.0,
+                gemm=channel_rows(x) if train and dx else None)
 
 
 @register("aten.native_batch_norm_backward", "aten.batch_norm_backward")

@@ -13,7 +13,7 @@ from dataclasses import replace
 from ... import opcosts as O
 from ...kinds import OpKind
 from ...workload import GemmShape
-from .registry import Cost, Handle, OpCall, expand, register, with_inplace
+from .registry import Cost, Handle, OpCall, TensorInfo, expand, register, with_inplace
 
 
 # Families from factories.
@@ -156,6 +156,14 @@ def group_norm(c: OpCall) -> Cost:
 register("aten.rms_norm", "aten._fused_rms_norm")(norm(O.RMS_NORM, O.RMS_NORM_AFFINE, 2))
 
 
+def channel_rows(x: TensorInfo) -> GemmShape:
+    """A training batch norm's per-channel reductions as a GEMM-like shape: m = channels (one thread block
+    each in the NCHW kernels of PyTorch and cuDNN: ``rates.batch_norm_rows_s``), n = the batch x plane elements
+    each block streams."""
+    channels = x.shape[1] if len(x.shape) > 1 else 1
+    return GemmShape(max(channels, 1), max(x.numel // max(channels, 1), 1), 1)
+
+
 @register("aten.native_batch_norm", "aten._native_batch_norm_legit", "aten.cudnn_batch_norm",
           "aten.batch_norm", "aten.miopen_batch_norm")
 def batch_norm(c: OpCall) -> Cost:
@@ -168,7 +176,8 @@ def batch_norm(c: OpCall) -> Cost:
         # and again to normalize it (a channel's N*H*W values do not stay on chip), so the input is read twice.
         # H200 profile, ResNet-50 b32 amp (benchmarks/studies/training-step/h200_train_profiles.json): the
         # forward's 53 batch norms took 1589 us, 2.6x one read and one write at the roofline's bandwidth.
-        cost = replace(cost, bytes_read=sum(t.nbytes for t in c.inputs) + c.args[0].nbytes)
+        cost = replace(cost, bytes_read=sum(t.nbytes for t in c.inputs) + c.args[0].nbytes,
+                       gemm=channel_rows(c.args[0]))
     weight = c.arg(1, "weight")
     if c.args[0].itemsize == 2 and not (weight is not None and weight.itemsize == 4):
         # Half-precision batch norm with half (or no) weights is not cuDNN's: PyTorch runs native_batch_norm

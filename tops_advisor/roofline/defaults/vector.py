@@ -136,6 +136,22 @@ class VectorDefaults:
     group_norm_element_s: Default[dict[str, float]] = per_width(
         0.50e-9, 0.46e-9, "H200 profiles (SD-UNet, ViT-L/R50 hybrid, SHViT, wav2vec 2.0): median per element "
         "of a row per row wave, at the H200's clock")
+    # Training batch norm in NCHW (statistics over N x H x W per channel): PyTorch's native kernels
+    # (batch_norm_collect_statistics_kernel, batch_norm_backward_kernel: aten/src/ATen/native/cuda/
+    # Normalization.cuh launches ``dim3 blocks(input.size(1))``, 512 threads) and cuDNN's (bn_fw_tr_1C11_kernel_NCHW,
+    # bn_bw_1C11_kernel_new, "1C11": a block per channel) reduce each channel in one thread block, which streams
+    # about one element per clock, as group norm's rows do: a layer of C channels of n = N x H x W elements costs
+    # max(C / SMs, 1) x n x batch_norm_element_s. Bytes alone priced dla34's 37 training batch norms at 1.3 ms
+    # where they took 16.6 (forward) and 32.4 ms (backward, two passes: the sums of dy and dy x x-hat, then dx).
+    # H200 profiles (benchmarks/studies/training-kernels: 14 CNN training steps, channels 16-2048, n 6K-6.4M,
+    # 2026-12-02), the median per point of measured / (waves x n), spread 1.1-1.3x: cuDNN's (fp16 under autocast,
+    # fp32) forward 0.63 ns, backward 1.26 ns; PyTorch's native kernels (bf16: _batch_norm_impl_index takes
+    # cuDNN for no bfloat16 input) forward 0.92 ns (statistics, then a parallel transform), backward 1.66 ns.
+    # At the H200's clock; other cards scale by clock (the loop is the same code).
+    batch_norm_element_s: Default[dict[str, dict[str, float]]] = table(
+        "H200 profiles of 14 CNN training steps (benchmarks/studies/training-kernels), median per point: "
+        "per element of a channel per wave of one channel per SM", dict(
+            forward=dict(cudnn=0.63e-9, native=0.92e-9), backward=dict(cudnn=1.26e-9, native=1.66e-9)))
     layer_norm_row_s: Default[dict[str, float]] = per_width(
         0.135e-6, 0.184e-6, "H200 profiles, least squares over one-kernel layer norms above 8 us: per row "
         "per SM at the H200's clock (n=905 fp16, 668 fp32)")

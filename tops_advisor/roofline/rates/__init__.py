@@ -54,12 +54,19 @@ from .conv import (
     winograd_speedup,
 )
 from .floors import FIRST_KERNEL_RULES, floors
-from .memory import BANDWIDTH_RULES, bandwidth_factors, bilinear_loop_s, group_norm_rows_s, layer_norm_rows_s
+from .memory import (
+    BANDWIDTH_RULES,
+    bandwidth_factors,
+    batch_norm_rows_s,
+    bilinear_loop_s,
+    group_norm_rows_s,
+    layer_norm_rows_s,
+)
 
 __all__ = [
     "BANDWIDTH_RULES", "CLASSES", "CLASS_RULES", "CONV_RATE_RULES", "DEPTHWISE_RULES", "FIRST_KERNEL_RULES",
     "SIMT_PRECISIONS", "attention_rate", "bandwidth_factors", "bilinear_loop_s", "compute_rates", "conv_factor",
-    "conv_rate", "depthwise_rate", "element_bytes", "floors", "gemm_rate", "group_norm_rows_s",
+    "batch_norm_rows_s", "conv_rate", "depthwise_rate", "element_bytes", "floors", "gemm_rate", "group_norm_rows_s",
     "grouped_channels_last_rate", "grouped_nchw_rate", "head_dim_use", "layer_norm_rows_s", "matrix_precision",
     "misaligned_pointwise", "misaligned_pointwise_rate", "op_classes", "padded_group_width", "peak",
     "plain_gemm_plane", "pointwise_conv_rate", "simt_conv_k_half", "tf32_cudnn_pointwise",

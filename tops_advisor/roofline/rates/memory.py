@@ -1,5 +1,5 @@
 """Memory-bound work: each operator's share of the attainable copy bandwidth (``BANDWIDTH_RULES``) and the
-fixed per-row times of layer and group norms."""
+fixed per-row times of layer, group and training batch norms."""
 
 from __future__ import annotations
 
@@ -123,3 +123,18 @@ def group_norm_rows_s(a: OpArrays, perf: DevicePerf) -> np.ndarray:
     per_element = by_width(perf.defaults.group_norm_element_s.value, half_dtype(a)) * _cycles_scale(perf)
     waves = np.maximum(a.norm_rows / max(perf.compute_units, 1), 1.0)
     return np.where(a.family == "group_norm", waves * a.norm_row_elements * per_element, 0.0)
+
+
+def batch_norm_rows_s(a: OpArrays, perf: DevicePerf) -> np.ndarray:
+    """Per operator: the time of a training batch norm's per-channel reductions (forward statistics and the
+    backward; ``norm_rows`` channels of ``norm_row_elements`` elements, one thread block each), in waves of one
+    channel per SM, at this card's clock; 0 for other operators (eval batch norm has no rows). bf16 runs
+    PyTorch's native kernels, fp16 and fp32 cuDNN's (``RooflineDefaults.batch_norm_element_s``)."""
+    table = perf.defaults.batch_norm_element_s.value
+    backward = a.family == "batch_norm_backward"
+    native = a.dtype == "bf16"
+    per_element = np.where(backward, np.where(native, table["backward"]["native"], table["backward"]["cudnn"]),
+                           np.where(native, table["forward"]["native"], table["forward"]["cudnn"]))
+    waves = np.maximum(a.norm_rows / max(perf.compute_units, 1), 1.0)
+    rows = (a.norm_rows > 0) & np.isin(a.family, ("batch_norm", "batch_norm_backward"))
+    return np.where(rows, waves * a.norm_row_elements * per_element * _cycles_scale(perf), 0.0)
