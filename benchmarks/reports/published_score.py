@@ -507,6 +507,7 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"score only the records set aside for the final blind check ({ASIDE_DIR}); not for anyone "
                          "changing the predictor (benchmarks/published/aside/README.md)")
     ap.add_argument("--regimes", action="store_true", help="also print the per-regime table")
+    ap.add_argument("--files", nargs="+", metavar="NAME", help="score only these source files of the folder")
     ap.add_argument("--min-model-batch", type=int, default=1, metavar="N",
                     help="score model-file records only at batch >= N (the device-dominated runs; LLM and GEMM "
                          "records are kept)")
@@ -526,8 +527,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.host_fits:
         print(json.dumps(host_fits(load_sources(args.data), Predictor()), indent=1))
         return 0
+    sources = load_sources(args.data)
+    if args.files:
+        unknown = sorted(set(args.files) - {doc["file"] for doc in sources})
+        if unknown:
+            ap.error(f"no source file {', '.join(unknown)} in {args.data}")
+        sources = [doc for doc in sources if doc["file"] in args.files]
     try:
-        rows = score(load_sources(args.data), Predictor(engines=not args.no_engines, hosts=not args.no_hosts))
+        rows = score(sources, Predictor(engines=not args.no_engines, hosts=not args.no_hosts))
     except TopsAdvisorError as exc:   # e.g. a timm: record without timm installed
         print(f"error: {exc}" + (f" ({exc.hint})" if exc.hint else ""), file=sys.stderr)
         return 2
