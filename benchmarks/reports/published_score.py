@@ -5,7 +5,8 @@
     python benchmarks/reports/published_score.py --json          # every record with its prediction, and the summary
 
 Reads every ``benchmarks/published/*.json`` (one file per source: a ``source`` block, ``records`` and
-``notes``; docs/published.md describes the fields), predicts each record and reports
+``notes``; docs/published.md describes the fields; ``--aside`` reads ``benchmarks/published/aside/*.json``
+instead, the records held back for the final blind check), predicts each record and reports
 error = (predicted - measured) / measured on latency. Throughput becomes latency as batch / throughput
 (tokens: tokens in the pass / tokens per second; TFLOPS: 2*M*N*K / TFLOPS).
 
@@ -31,6 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "benchmarks" / "published"
+ASIDE_DIR = DATA_DIR / "aside"   # held back from whoever changes the predictor; scored only with --aside
 
 METRICS = ("latency_ms", "throughput_per_s", "tokens_per_s", "tflops")
 RUNS = ("eager", "cuda-graph", "kernel", "amp", "compiled", "engine")
@@ -55,6 +57,7 @@ class Scored:
     measured_s: float
     predicted_s: float
     flag: str                 # "" when the run is modelled; else why not
+    regime: str = ""          # regime_of(): the kind of run, for the per-regime table
 
     @property
     def error(self) -> float:
@@ -88,6 +91,8 @@ def record_problems(rec: dict, card_ids: set[str], root: Path = ROOT) -> list[st
         problems.append("run 'engine' without an engine name")
     if rec.get("clock", "sustained") not in ("sustained", "burst"):
         problems.append(f"clock must be 'sustained' or 'burst', got {rec['clock']!r}")
+    if "power_mode" in rec and not (isinstance(rec["power_mode"], str) and rec["power_mode"].strip()):
+        problems.append(f"power_mode must be a mode name (nvpmodel's, e.g. MAXN), got {rec['power_mode']!r}")
     if "environment" in rec and not (isinstance(rec["environment"], str) and rec["environment"].strip()):
         problems.append(f"environment must be a non-empty name, got {rec['environment']!r}")
     if not (isinstance(rec["value"], (int, float)) and rec["value"] > 0):
@@ -187,16 +192,23 @@ class Predictor:
                 if rec.get("environment") and rec["run"] in HOST_RUNS:
                     self._environments.setdefault(rec["environment"], []).append(rec)
 
-    def card(self, card_id: str, burst: bool = False):
+    def card(self, card_id: str, burst: bool = False, power_mode: str | None = None):
         """(hardware, calibration, device perf) of a card; ``burst``: at its burst clock (a record whose
-        benchmark runs a second or two, too short to reach the power limit: ``"clock": "burst"``)."""
-        if (card_id, burst) not in self._cards:
+        benchmark runs a second or two, too short to reach the power limit: ``"clock": "burst"``);
+        ``power_mode``: in that mode of the module (a Jetson's nvpmodel mode, ``Hardware.at_power_mode``)."""
+        key = (card_id, burst, power_mode)
+        if key not in self._cards:
             from tops_advisor.api import calibration_for, device_perf
             hw = self.catalog.get(card_id)
             hw = hw.at_burst_clock() if burst else hw
+            hw = hw.at_power_mode(power_mode) if power_mode else hw
             cal, where = calibration_for(hw)
-            self._cards[card_id, burst] = (hw, cal, device_perf(hw, cal, where))
-        return self._cards[card_id, burst]
+            self._cards[key] = (hw, cal, device_perf(hw, cal, where))
+        return self._cards[key]
+
+    def record_card(self, rec: dict):
+        """``card`` for a record: its clock and power mode as the record states them."""
+        return self.card(rec["card"], burst=rec.get("clock") == "burst", power_mode=rec.get("power_mode"))
 
     def latency_s(self, rec: dict) -> float:
         workload = rec["workload"]
@@ -219,7 +231,7 @@ class Predictor:
     def model_case(self, rec: dict) -> tuple:
         """(workload, hardware, calibration, device perf) of a model record, as the scorer predicts it."""
         from tops_advisor.api import ModelCosts
-        hw, cal, perf = self.card(rec["card"])
+        hw, cal, perf = self.record_card(rec)
         dtype = "fp32" if rec["precision"] == "tf32" else rec["precision"]
         if rec["run"] == "amp":
             dtype = "amp"   # an fp32 model under autocast (counting/amp.py)
@@ -270,7 +282,7 @@ class Predictor:
     def _llm(self, rec: dict) -> float:
         from tops_advisor.llm.analysis import analyze_llm, precision_for
         from tops_advisor.llm.presets import preset_config
-        hw, cal, _ = self.card(rec["card"])
+        hw, cal, _ = self.record_card(rec)
         phase = rec.get("phase", "decode")
         context = rec["prompt"] if phase == "prefill" else rec["context"]
         precision, predictor, layout = precision_for(hw, weight=rec["precision"]), None, "torch"
@@ -287,7 +299,7 @@ class Predictor:
 
     def _gemm(self, rec: dict) -> float:
         from tops_advisor.api import predict
-        hw, cal, perf = self.card(rec["card"], burst=rec.get("clock") == "burst")
+        hw, cal, perf = self.record_card(rec)
         w = gemm_workload(rec["workload"], rec["precision"])
         return predict(w, hw, cal, "graph", perf=perf).latency_s
 
@@ -325,6 +337,21 @@ def detail(rec: dict) -> str:
     return " ".join(p for p in parts if p)
 
 
+# The regime of a record, first matching row wins: (condition, regime).
+REGIMES = (
+    (lambda rec: rec["run"] == "engine" and rec.get("engine", "").lower().startswith("tensorrt"), "tensorrt engine"),
+    (lambda rec: rec["run"] == "engine" and rec.get("engine", "").startswith("llama.cpp"), "llama.cpp"),
+    (lambda rec: rec["run"] == "compiled" and record_kind(rec["workload"]) == "model", "pytorch compiled (model)"),
+    (lambda rec: rec["run"] in ("eager", "amp") and record_kind(rec["workload"]) == "model", "pytorch eager (model)"),
+    (lambda rec: record_kind(rec["workload"]) == "llm", "llm (other runs)"),
+    (lambda rec: True, "gemm"),
+)
+
+
+def regime_of(rec: dict) -> str:
+    return next(name for test, name in REGIMES if test(rec))
+
+
 def score(sources: list[dict], predictor: Predictor | None = None) -> list[Scored]:
     predictor = predictor or Predictor()
     predictor.set_environments(sources)
@@ -335,7 +362,7 @@ def score(sources: list[dict], predictor: Predictor | None = None) -> list[Score
             rows.append(Scored(source=doc["file"], card=rec["card"], workload=rec["workload"],
                                batch=rec["batch"], precision=rec["precision"], run=rec["run"],
                                detail=detail(rec), measured_s=measured_latency_s(rec),
-                               predicted_s=predictor.latency_s(rec), flag=flag))
+                               predicted_s=predictor.latency_s(rec), flag=flag, regime=regime_of(rec)))
     return rows
 
 
@@ -356,7 +383,9 @@ def summary(rows: list[Scored]) -> dict:
     groups = {"all": rows, "modelled runs": [r for r in rows if not r.flag],
               "runs not modelled": [r for r in rows if r.flag]}
     by_source = {s: stats([r for r in rows if r.source == s]) for s in sorted({r.source for r in rows})}
-    return {"per_card": per_card, "overall": {k: stats(v) for k, v in groups.items()}, "per_source": by_source}
+    by_regime = {g: stats([r for r in rows if r.regime == g]) for g in sorted({r.regime for r in rows})}
+    return {"per_card": per_card, "overall": {k: stats(v) for k, v in groups.items()}, "per_source": by_source,
+            "per_regime": by_regime}
 
 
 # --- the per-card bands shipped with the tool ---------------------------------------------------------------
@@ -431,6 +460,12 @@ def source_lines(summ: dict) -> list[list[str]]:
     return rows
 
 
+def regime_lines(summ: dict) -> list[list[str]]:
+    rows = [["regime", "n", "median abs err", "median err", "worst"]]
+    rows += [[name, *_stat_cells(s)] for name, s in summ["per_regime"].items()]
+    return rows
+
+
 def markdown(cells: list[list[str]]) -> str:
     head, *body = cells
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -467,7 +502,12 @@ def main(argv: list[str] | None = None) -> int:
     fmt = ap.add_mutually_exclusive_group()
     fmt.add_argument("--markdown", action="store_true", help="print Markdown tables")
     fmt.add_argument("--json", action="store_true", help="print every scored record and the summary as JSON")
-    ap.add_argument("--data", type=Path, default=DATA_DIR, help="folder of source files (default: %(default)s)")
+    ap.add_argument("--data", type=Path, default=None, help=f"folder of source files (default: {DATA_DIR})")
+    ap.add_argument("--aside", action="store_true",
+                    help=f"score only the records set aside for the final blind check ({ASIDE_DIR}); not for anyone "
+                         "changing the predictor (benchmarks/published/aside/README.md)")
+    ap.add_argument("--regimes", action="store_true", help="also print the per-regime table")
+    ap.add_argument("--files", nargs="+", metavar="NAME", help="score only these source files of the folder")
     ap.add_argument("--min-model-batch", type=int, default=1, metavar="N",
                     help="score model-file records only at batch >= N (the device-dominated runs; LLM and GEMM "
                          "records are kept)")
@@ -480,12 +520,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write-bands", nargs="?", const=BANDS_PATH, type=Path, metavar="PATH",
                     help="also write the per-card error bands the CLI quotes (default: %(const)s)")
     args = ap.parse_args(argv)
+    if args.aside and (args.data is not None or args.write_bands):
+        ap.error("--aside scores the set-aside records alone: not with --data or --write-bands")
+    args.data = ASIDE_DIR if args.aside else (args.data or DATA_DIR)
     from tops_advisor.errors import TopsAdvisorError
     if args.host_fits:
         print(json.dumps(host_fits(load_sources(args.data), Predictor()), indent=1))
         return 0
+    sources = load_sources(args.data)
+    if args.files:
+        unknown = sorted(set(args.files) - {doc["file"] for doc in sources})
+        if unknown:
+            ap.error(f"no source file {', '.join(unknown)} in {args.data}")
+        sources = [doc for doc in sources if doc["file"] in args.files]
     try:
-        rows = score(load_sources(args.data), Predictor(engines=not args.no_engines, hosts=not args.no_hosts))
+        rows = score(sources, Predictor(engines=not args.no_engines, hosts=not args.no_hosts))
     except TopsAdvisorError as exc:   # e.g. a timm: record without timm installed
         print(f"error: {exc}" + (f" ({exc.hint})" if exc.hint else ""), file=sys.stderr)
         return 2
@@ -502,6 +551,9 @@ def main(argv: list[str] | None = None) -> int:
     print(render(table_lines(summ)))
     print()
     print(render(source_lines(summ)))
+    if args.regimes:
+        print()
+        print(render(regime_lines(summ)))
     return 0
 
 

@@ -27,6 +27,9 @@ def _scorer():
 ps = _scorer()
 SOURCES = ps.load_sources()
 RECORDS = [(doc["file"], i, rec) for doc in SOURCES for i, rec in enumerate(doc["records"])]
+# The round-2 records set aside for the final blind check: validated here (fields only), never scored here.
+ASIDE = ps.load_sources(ps.ASIDE_DIR)
+ASIDE_RECORDS = [(doc["file"], i, rec) for doc in ASIDE for i, rec in enumerate(doc["records"])]
 CARD_IDS = {hw.id for hw in load_catalog()}
 
 
@@ -46,6 +49,50 @@ def test_every_source_says_where_it_comes_from(doc):
 @pytest.mark.parametrize("file,index,rec", RECORDS, ids=[f"{f}#{i}" for f, i, _ in RECORDS])
 def test_every_record_validates(file, index, rec):
     assert ps.record_problems(rec, CARD_IDS) == []
+
+
+@pytest.mark.parametrize("doc", ASIDE, ids=[f"aside/{d['file']}" for d in ASIDE])
+def test_every_aside_source_says_where_it_comes_from(doc):
+    assert ps.source_problems(doc) == []
+    assert doc["source"]["url"].startswith("https://")
+
+
+@pytest.mark.parametrize("file,index,rec", ASIDE_RECORDS, ids=[f"aside/{f}#{i}" for f, i, _ in ASIDE_RECORDS])
+def test_every_aside_record_validates(file, index, rec):
+    assert ps.record_problems(rec, CARD_IDS) == []
+
+
+def test_aside_records_are_apart_from_the_default_set():
+    visible = {doc["file"] for doc in SOURCES}
+    assert ASIDE and {doc["file"] for doc in ASIDE} <= visible   # each aside file has its visible half
+    pointers = {rec["pointer"] for _, _, rec in RECORDS}
+    assert not any(rec["pointer"] in pointers for _, _, rec in ASIDE_RECORDS)   # no record in both halves
+    assert ps.DATA_DIR / "aside" == ps.ASIDE_DIR
+    with pytest.raises(SystemExit):
+        ps.main(["--aside", "--write-bands"])   # aside records never reach the CLI's bands
+
+
+def test_power_modes_are_validated_and_change_the_card():
+    rec = {"card": "jetson-agx-orin-64gb", "workload": "gemm:4096x4096x4096", "batch": 1, "precision": "fp16",
+           "run": "kernel", "metric": "tflops", "value": 10.0, "pointer": "x"}
+    assert ps.record_problems({**rec, "power_mode": "MAXN"}, CARD_IDS) == []
+    assert "power_mode must be" in " ".join(ps.record_problems({**rec, "power_mode": ""}, CARD_IDS))
+    predictor = ps.Predictor()
+    maxn = predictor.latency_s({**rec, "power_mode": "MAXN"})
+    low = predictor.latency_s({**rec, "power_mode": "15W"})
+    # 15W: 6 of 16 SMs at 408 of 1300 MHz (hardware_db/jetson-agx-orin-64gb.toml): a compute-bound GEMM is slower
+    assert low > 2 * maxn
+    assert predictor.latency_s(rec) == maxn   # no power_mode: the datasheet mode (MAXN)
+
+
+def test_regimes_follow_the_ordered_table():
+    base = {"workload": "examples/resnet50.py", "run": "engine", "engine": "tensorrt"}
+    assert ps.regime_of(base) == "tensorrt engine"
+    assert ps.regime_of({**base, "workload": "llm:llama2-7b", "engine": "llama.cpp Q4_0"}) == "llama.cpp"
+    assert ps.regime_of({**base, "run": "compiled"}) == "pytorch compiled (model)"
+    assert ps.regime_of({**base, "run": "amp"}) == "pytorch eager (model)"
+    assert ps.regime_of({**base, "workload": "llm:llama2-7b", "run": "compiled"}) == "llm (other runs)"
+    assert ps.regime_of({**base, "workload": "gemm:8x8x8", "run": "kernel"}) == "gemm"
 
 
 def test_problems_are_reported():
