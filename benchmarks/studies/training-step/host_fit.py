@@ -5,7 +5,10 @@ is inductor's), predicts each with the roofline's device times, and fits the fou
 ``TrainingDefaults`` by coordinate descent on the median and mean |log error| of the step time. Prints the fit,
 the per-point errors with it and with the defaults in the package, and the memory errors.
 
-    python benchmarks/studies/training-step/host_fit.py [--cache /tmp/train_steps.pkl]
+    python benchmarks/studies/training-step/host_fit.py [--cache /tmp/train_steps.pkl] [--points FILE ...]
+
+``--points`` adds measured points of other runs (a train_measure.py ``train_points.json``, e.g. the scored blind
+rounds' ``benchmarks/rounds/train-0N/measured/train_points.json``) to the study's.
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ HERE = Path(__file__).parent
 FIELDS = ("forward_grad_op_s", "backward_node_s", "optimizer_tensor_s", "optimizer_launch_s")
 
 
-def points() -> list[dict]:
-    pts = json.loads((HERE / "h200_train_points.json").read_text())["points"]
+def points(extra: tuple[Path, ...] = ()) -> list[dict]:
+    pts = []
+    for path in (HERE / "h200_train_points.json", *extra):
+        pts += json.loads(path.read_text())["points"]
     return [p for p in pts if p["mode"] in ("eager", "ckpt") and not p.get("error")]
 
 
@@ -97,8 +102,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", type=Path, help="pickle of the counted steps (made if missing)")
     ap.add_argument("--no-fit", action="store_true", help="only score the package's defaults")
+    ap.add_argument("--points", type=Path, nargs="*", default=(), help="more train_points.json files to fit on")
     args = ap.parse_args()
-    pts = points()
+    pts = points(tuple(args.points))
     steps = count_all(pts, args.cache)
     hw = load_catalog().get("h200-sxm")
     base = errors(steps, pts, hw, TRAINING_DEFAULTS)
