@@ -43,7 +43,8 @@ from .workload import Workload
 __all__ = ["Calibration", "Catalog", "Cost", "CostSettings", "Hardware", "ModelAnalysis", "ModelCosts", "Prediction",
            "Pricing", "TrainSetup", "TrainingAnalysis", "TrainingCosts", "TrainingPrediction", "TrainingWorkload",
            "Workload", "analyze_model", "analyze_training", "calibration_for", "device_perf", "largest_fitting_batch",
-           "load_calibration", "load_catalog", "load_pricing", "operating_costs", "predict", "predict_training"]
+           "load_calibration", "load_catalog", "load_pricing", "operating_costs", "predict", "predict_training",
+           "training_step"]
 
 _COUNT_DTYPES = ("fp32", "fp16", "bf16", "amp")   # amp: an fp32 model under autocast (counting/amp.py)
 
@@ -304,37 +305,42 @@ class TrainingCosts:
         return self._steps[batch]
 
 
+def training_step(model, batch: int, setup: TrainSetup | None = None, *, strict: bool = False,
+                  seq: int | None = None) -> tuple[TrainingWorkload, int]:
+    """One optimizer step of ``model`` at ``batch`` per device and the units FSDP wraps in it: a
+    ``TrainingCosts`` or anything it takes is counted; an LLM preset or config.json is built analytically at
+    ``seq`` tokens per sequence (``LLM_TRAIN_SEQ`` by default: ``llm.training``), its decoder layers one unit
+    each (transformers' auto-wrap policy)."""
+    from .llm import is_llm_spec, load_config
+    from .llm import training_workload as llm_training_workload
+    from .train.parallel import FSDP_UNITS_DEFAULT
+
+    if not isinstance(model, TrainingCosts) and isinstance(model, (str, Path)) and is_llm_spec(model):
+        cfg = load_config(model, strict=strict)
+        return llm_training_workload(cfg, batch, seq or LLM_TRAIN_SEQ, setup or TrainSetup()), cfg.num_layers
+    import warnings
+
+    from .counting import UnsupportedOpWarning
+
+    with warnings.catch_warnings():  # unsupported operators are in the workload; the caller shows them
+        warnings.simplefilter("ignore", UnsupportedOpWarning)
+        costs = model if isinstance(model, TrainingCosts) else TrainingCosts(model, setup, strict=strict)
+        return costs.at(batch), FSDP_UNITS_DEFAULT
+
+
 def analyze_training(model, hw: Hardware, *, batch: int = 1, setup: TrainSetup | None = None,
                      mode: str = "eager", calibration: tuple[Calibration | None, str] = (None, ""),
                      strict: bool = False, devices: int = 1, strategy: str = "ddp",
                      seq: int | None = None) -> TrainingAnalysis:
-    """Count one optimizer step of ``model`` at ``batch`` per device (``TrainingCosts``; a ``TrainingCosts``
-    is taken as it is; an LLM preset or config.json is built analytically at ``seq`` tokens per sequence,
-    ``LLM_TRAIN_SEQ`` by default: ``llm.training``) and predict it on ``hw``; on ``devices`` > 1 GPUs also plan
-    it with ``strategy`` (ddp or fsdp, ``train.parallel``; FSDP wraps an LLM's layers one unit each)."""
-    from .llm import is_llm_spec, load_config
-    from .llm import training_workload as llm_training_workload
-    from .train.parallel import FSDP_UNITS_DEFAULT, STRATEGIES, plan_data_parallel
+    """Count one optimizer step of ``model`` at ``batch`` per device (``training_step``) and predict it on
+    ``hw``; on ``devices`` > 1 GPUs also plan it with ``strategy`` (ddp or fsdp, ``train.parallel``)."""
+    from .train.parallel import STRATEGIES, plan_data_parallel
 
     if strategy not in STRATEGIES:
         from .errors import InputError
 
         raise InputError(f"unknown --strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
-    import warnings
-
-    from .counting import UnsupportedOpWarning
-
-    costs = model if isinstance(model, TrainingCosts) else None
-    units = FSDP_UNITS_DEFAULT
-    if costs is None and isinstance(model, (str, Path)) and is_llm_spec(model):
-        cfg = load_config(model, strict=strict)
-        units = cfg.num_layers                     # FSDP wraps each decoder layer (transformers' auto-wrap policy)
-        tw = llm_training_workload(cfg, batch, seq or LLM_TRAIN_SEQ, setup or TrainSetup())
-    else:
-        with warnings.catch_warnings():  # unsupported operators are in the workload; the caller shows them
-            warnings.simplefilter("ignore", UnsupportedOpWarning)
-            costs = costs or TrainingCosts(model, setup, strict=strict)
-            tw = costs.at(batch)
+    tw, units = training_step(model, batch, setup, strict=strict, seq=seq)
     perf = device_perf(hw, *calibration)
     pred = predict_training(tw, hw, mode=mode, perf=perf)
     plan = None

@@ -128,3 +128,17 @@ def test_a_transformers_config_trains_by_name(tmp_path):
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert "per token" in d["loss"] and d["tokens_per_s"] > 0
+
+
+def test_recommend_train_takes_an_llm_preset_as_train_does():
+    """An LLM preset is built from its config at --seq, and FSDP wraps its decoder layers: the ranked H100's
+    step is the one `train` predicts for the same run."""
+    args = ("--batch", "1", "--seq", "512", "--lora", "r=16", "--dtype", "bf16", "--devices", "2",
+            "--strategy", "fsdp", "--json")
+    r = recommend("llama3-8b", "--train", "--hardware", "h100-sxm", *args)
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)["recommendations"][0]
+    t = run("llama3-8b", "-H", "h100-sxm", *args)
+    assert t.exit_code == 0, t.output
+    assert rec["plan"]["step_ms"] == pytest.approx(json.loads(t.stdout)["plan"]["step_ms"], rel=1e-9)
+    assert rec["step_time_ms"] == pytest.approx(rec["plan"]["step_ms"], rel=1e-9)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from .common import echo_json, load_model_arg
@@ -32,8 +34,9 @@ def train_options(fn):
 def run_training(model, c, dtype_given: str | None, batch: int | None, options: dict, catalog, no_calibration: bool,
                  as_json: bool, task, seq, input_shape, pricing=None) -> None:
     """Count one training step of ``model`` and rank the catalog for it, then render."""
-    from ..api import TrainingCosts, calibration_for
+    from ..api import calibration_for, training_step
     from ..errors import InputError
+    from ..llm import is_llm_spec
     from ..recommend.training import TrainTargets, recommend_training
     from ..render.progress import progress
     from ..train import TrainSetup, parse_lora, parse_optimizer, parse_train_precision
@@ -49,7 +52,10 @@ def run_training(model, c, dtype_given: str | None, batch: int | None, options: 
         max_time_s=parse_duration_s(options["max_time"], "--max-time") if options["max_time"] else None,
         devices=options["devices"] or 1, strategy=(options["strategy"] or "ddp").strip().lower())
     with progress(f"counting a training step of {model} at batch {batch}", enabled=not as_json):
-        step = TrainingCosts(load_model_arg(model, task, seq, input_shape), setup).at(batch)
+        llm = is_llm_spec(model)
+        step, units = training_step(model if llm else load_model_arg(model, task, seq, input_shape), batch, setup,
+                                    seq=seq if llm else None)
+    targets = replace(targets, fsdp_units=units)
     cals = {hw.id: calibration_for(hw, use=not no_calibration)[0] for hw in catalog}
     recs, rejected = recommend_training(step, list(catalog), c, targets, cals, pricing)
     from ..render.train import recommend_training_json, render_training_recommendations

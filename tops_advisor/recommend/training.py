@@ -11,7 +11,7 @@ from ..catalog import Hardware
 from ..costs import PriceKind
 from ..errors import InputError, NothingFeasibleError
 from ..formatting import fmt_bytes, fmt_memory, format_seconds
-from ..train.parallel import STRATEGIES, ParallelPlan, plan_data_parallel
+from ..train.parallel import FSDP_UNITS_DEFAULT, STRATEGIES, ParallelPlan, plan_data_parallel
 from ..train.predict import TrainingPrediction, predict_training
 from ..train.workload import TrainingWorkload
 from .constraints import Constraints
@@ -30,6 +30,7 @@ class TrainTargets:
     samples: float | None = None
     devices: int = 1
     strategy: str = "ddp"
+    fsdp_units: int = FSDP_UNITS_DEFAULT   # the units FSDP wraps (an LLM's decoder layers)
 
     def __post_init__(self):
         if (self.max_time_s is None) != (self.samples is None):
@@ -107,7 +108,7 @@ def evaluate(tw: TrainingWorkload, hw: Hardware, t: TrainTargets, mode: str,
     if t.devices > 1:
         if not (hw.peer_link_bandwidth_gb_s or hw.pcie_bandwidth_bytes_per_s):
             return Rejection(hardware=hw.id, reason="no peer link or PCIe in the catalog to join several")
-        plan = plan_data_parallel(pred, hw, t.strategy, t.devices, calibration=calibration,
+        plan = plan_data_parallel(pred, hw, t.strategy, t.devices, calibration=calibration, units=t.fsdp_units,
                                   reserve_bytes=pred.memory_required_bytes - pred.memory.peak_bytes)
         step, rate, memory = plan.step_s, plan.samples_per_s, plan.memory_per_device_bytes
     if memory > hw.memory_bytes:
