@@ -9,13 +9,13 @@ latency is when the last kernel ends (the host can be the bottleneck at small ba
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..calibration import Calibration
 from ..catalog import Hardware
-from ..errors import InputError
+from ..errors import InputError, UnsupportedEngineError
 from ..kinds import Bound, Lowering, Mode, OpKind
 from ..tensorrt import TENSORRT
 from ..units import BYTES_PER_ELEMENT
@@ -274,6 +274,17 @@ def _tensorrt_precision(perf: DevicePerf, dtype: str) -> tuple[str, ...]:
     return ()
 
 
+def _engine_workload(workload: Workload, hardware: Hardware) -> Workload:
+    """A TensorRT workload as the engine runs on ``hardware``: NVIDIA GPUs only; on a card without TF32, the
+    convolutions the lowering runs as TF32 implicit GEMMs are built in plain fp32."""
+    if hardware.vendor != "NVIDIA":
+        raise UnsupportedEngineError(f"TensorRT runs on NVIDIA GPUs; {hardware.id} is {hardware.vendor}'s",
+                                     hint="drop --engine tensorrt for this device")
+    if "tf32" in hardware.dense_tops or not any(o.dtype == "tf32" for o in workload.ops):
+        return workload
+    return replace(workload, ops=tuple(replace(o, dtype="fp32") if o.dtype == "tf32" else o for o in workload.ops))
+
+
 def _check_lowering(mode: Mode, lowering: str) -> None:
     """A workload counted with a mode's own lowering (compiled, tensorrt) is predicted in that mode only."""
     need = MODE_LOWERINGS.get(mode)
@@ -293,6 +304,8 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
         raise InputError(f"unknown mode {mode!r}; expected graph, eager, compiled or tensorrt")
     mode = Mode(mode)
     _check_lowering(mode, workload.lowering)
+    if mode == Mode.TENSORRT:
+        workload = _engine_workload(workload, hardware)
     # a TensorRT engine builds fp32 layers in TF32 (BuilderFlag::kTF32, on by default: tops_advisor/tensorrt.py)
     tf32_matmul = tf32_matmul or (mode == Mode.TENSORRT and "tf32" in hardware.dense_tops)
     perf = perf or device_perf(hardware, calibration, calibration_source)
