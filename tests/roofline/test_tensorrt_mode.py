@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.counting.test_tensorrt import C_IN, ConvBnRelu, H, N
 from tops_advisor.api import ModelCosts, load_catalog, predict
 from tops_advisor.errors import InputError
 from tops_advisor.recommend.constraints import auto_dtype_note, auto_dtypes
 from tops_advisor.tensorrt import TENSORRT
-from tests.counting.test_tensorrt import C_IN, H, N, ConvBnRelu
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -65,7 +65,8 @@ def test_the_api_refuses_an_llm_preset_for_an_engine():
 
 def test_an_engine_moves_fewer_bytes_than_the_eager_run_of_the_same_model():
     from tops_advisor.counting import count_module
-    from tops_advisor.counting.lowering import PYTORCH_CUDA, TENSORRT as TRT
+    from tops_advisor.counting.lowering import PYTORCH_CUDA
+    from tops_advisor.counting.lowering import TENSORRT as TRT
 
     x = torch.randn(N, C_IN, H, H)
     eager, engine = (count_module(ConvBnRelu(), x, "fp16", lowering=lw) for lw in (PYTORCH_CUDA, TRT))
