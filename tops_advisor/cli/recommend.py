@@ -93,12 +93,7 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
 
         raise InputError(f"{', '.join(wrong)} appl{'y' if len(wrong) > 1 else 'ies'} to --train",
                          hint="add --train to rank devices for training MODEL")
-    if train and engine != "pytorch":
-        from ..errors import InputError
-
-        raise InputError("--engine tensorrt predicts inference; --train ranks devices for a PyTorch training step",
-                         hint="drop --engine, or drop --train")
-    mode = run_mode(engine, mode, bool(_given(ctx, ("mode",))))
+    mode = _engine_mode(ctx, engine, mode, train)
     if train and llm_config:
         from ..errors import InputError
 
@@ -142,6 +137,16 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
     from ..render.recommend import render_recommendations
 
     render_recommendations(res, console())
+
+
+def _engine_mode(ctx: click.Context, engine: str, mode: str, train: bool) -> str:
+    """The prediction mode of --engine and --mode (``common.run_mode``); an engine predicts inference only."""
+    if train and engine != "pytorch":
+        from ..errors import InputError
+
+        raise InputError("--engine tensorrt predicts inference; --train ranks devices for a PyTorch training step",
+                         hint="drop --engine, or drop --train")
+    return run_mode(engine, mode, bool(_given(ctx, ("mode",))))
 
 
 def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
