@@ -16,7 +16,9 @@ How each record is predicted:
   ``layout: channels_last`` through ``counting.lowering.channels_last_convs`` (cuDNN's NHWC rates);
 - an LLM preset (``llm:<preset>``): ``analyze_llm`` in graph mode at the record's phase, context and tensor
   parallel degree; compiled (gpt-fast) and engine runs (llama.cpp) are flagged "mode not modelled";
-- ``gemm:MxNxK`` (mamf-finder): one matmul operator predicted in graph mode (device time only).
+- ``gemm:MxNxK`` (mamf-finder): one matmul operator predicted in graph mode (device time only);
+- ``run: tensorrt`` (MLPerf, ``mlperf_*.json``): the model counted as a TensorRT engine and predicted in mode
+  "tensorrt" (docs/tensorrt.md); scored only with ``--tensorrt``, never in the PyTorch tables or bands.
 Calibration: the shipped one for the card where there is one (only the H200 has one), else the datasheet.
 """
 
