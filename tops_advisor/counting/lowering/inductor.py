@@ -67,6 +67,7 @@ class FusionPolicy:
     pad_library_calls: bool = True  # pad_mm, SDPA head-dim padding, a strided convolution input made dense
     bias_kernel: bool = True        # a convolution's bias add joins the generated kernel after it
     kernel_prefix: str = "triton:"  # the name of a generated kernel: prefix + its operators
+    attention_views: bool = True    # a fused attention output's heads/sequence transpose is a view, not a copy
 
 
 INDUCTOR = FusionPolicy()
@@ -126,7 +127,8 @@ def _nodes(ops: Iterable[CountedOp], policy: FusionPolicy = INDUCTOR) -> list[_N
                 nodes.append(_Node(record, (), (), record.param_bytes, "alone"))
             continue
         reads = tuple(Value(rename.get(v.id, v.id), v.numel, v.nbytes) for v in flow.reads)
-        if facts is not None and facts.copies_attention_output and reads and flow.writes:
+        if policy.attention_views and facts is not None and facts.copies_attention_output and reads \
+                and flow.writes:
             rename[flow.writes[0].id] = reads[0].id   # a view of SDPA's output on a GPU
             continue
         record = to_channels_last(record) if channels_last else record

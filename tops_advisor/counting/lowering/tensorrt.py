@@ -51,7 +51,7 @@ def lower_tensorrt(ops: Iterable[CountedOp], profile: TensorRTProfile = TENSORRT
                              and profile.applies(TrtRule.FUSED_ATTENTION)))
     policy = FusionPolicy(channels_last=_always if channels_last else _never, layout_copies=False,
                           pad_library_calls=False, bias_kernel=not profile.applies(TrtRule.EPILOGUE),
-                          kernel_prefix="trt:")
+                          kernel_prefix="trt:", attention_views=profile.applies(TrtRule.FUSED_ATTENTION))
     return lower_fused(ops, policy)
 
 
