@@ -17,6 +17,7 @@ LOW_UTILISATION = 0.60
 # Explicit defaults (no external source): a rule fires only when its cause is a large share of the predicted
 # time, a quarter to two-fifths, where removing that cause moves the total noticeably. Lower shares are not
 # worth a sentence; higher ones would stay silent on mixed workloads where the advice still pays.
+FUSED_MODES = (Mode.COMPILED, Mode.TENSORRT)   # modes whose kernels are already fused: no torch.compile advice
 HOST_STALL_SHARE = 0.25      # eager mode: the GPU waits for kernel launches this share of the time or more
 OVERHEAD_SHARE = 0.30        # fixed per-kernel cost (beyond the host stall): fuse, or raise the batch
 BOUND_SHARE = 0.40           # time spent memory-bound (or compute-bound) before its rule speaks
@@ -48,7 +49,7 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
         out.append(msg)
     overhead = pred.time_by_bound_s.get("overhead", 0.0) - max(host_stall, 0.0)
     if overhead > OVERHEAD_SHARE * lat:
-        fuse = "raise" if pred.mode == Mode.COMPILED else "fuse operators (torch.compile) or raise"
+        fuse = "raise" if pred.mode in FUSED_MODES else "fuse operators (torch.compile) or raise"
         out.append(f"per-kernel cost is {overhead / lat:.0%} of the time ({pred.kernels} kernels): {fuse} "
                    f"the batch; the cost is paid per batch, not per sample")
     memory = pred.time_by_bound_s.get("memory", 0.0)
@@ -60,7 +61,7 @@ def advise(pred: Prediction, hw: Hardware, other_mode: Prediction | None = None)
             out.append(head + f"weights are {weights:.0%} of the traffic: raise the batch to reuse them, or "
                               "lower the precision to move fewer bytes")
         else:
-            fuse = "" if pred.mode == Mode.COMPILED else "fuse elementwise and norm operators (torch.compile), or "
+            fuse = "" if pred.mode in FUSED_MODES else "fuse elementwise and norm operators (torch.compile), or "
             out.append(head + f"activations are {1 - weights:.0%} of the traffic, so a bigger batch will not "
                               f"help: {fuse}lower the precision")
     compute = pred.time_by_bound_s.get("compute", 0.0)

@@ -42,9 +42,9 @@ from .workload import Workload
 
 __all__ = ["Calibration", "Catalog", "Cost", "CostSettings", "Hardware", "ModelAnalysis", "ModelCosts", "Prediction",
            "Pricing", "TrainSetup", "TrainingAnalysis", "TrainingCosts", "TrainingPrediction", "TrainingWorkload",
-           "Workload", "analyze_model", "analyze_training", "calibration_for", "device_perf", "largest_fitting_batch",
-           "load_calibration", "load_catalog", "load_pricing", "operating_costs", "predict", "predict_training",
-           "training_step"]
+           "Workload", "analyze_model", "analyze_training", "calibration_for", "check_model_for_mode", "device_perf",
+           "largest_fitting_batch", "load_calibration", "load_catalog", "load_pricing", "operating_costs", "predict",
+           "predict_training", "training_step"]
 
 _COUNT_DTYPES = ("fp32", "fp16", "bf16", "amp")   # amp: an fp32 model under autocast (counting/amp.py)
 
@@ -68,6 +68,7 @@ class ModelCosts:
                  mode: str = "graph"):
         from .counting import count, load_model  # torch is only needed here
 
+        check_model_for_mode(model, mode)
         for b in batches:
             check_batch(b, "batches")
         # a model file path, timm:NAME, torchvision:NAME, hf:PATH_OR_ID, or a counting.load_model result
@@ -125,6 +126,17 @@ class ModelCosts:
         return retype(w, dtype) if dtype != base else w
 
 
+def check_model_for_mode(model, mode: str) -> None:
+    """Refuse, in one line, a model the mode cannot take: a TensorRT engine is built from a model file or a
+    library model, not from an LLM preset or config (TensorRT-LLM is not modelled)."""
+    from .errors import InputError
+    from .llm import is_llm_spec
+
+    if mode == Mode.TENSORRT and isinstance(model, (str, Path)) and is_llm_spec(model):
+        raise InputError(f"--engine tensorrt predicts a model file or a library model; {model} is an LLM config",
+                         hint=f"TensorRT-LLM is not modelled; tops-advisor llm {model} --kernels fused")
+
+
 def _counting_for(mode: str) -> tuple[str, bool]:
     """How a mode's workload is counted: (lowering, captured): inductor's kernels for compiled, eager
     PyTorch's else; captured (``counting/capture.py``) in graph and compiled mode."""
@@ -176,7 +188,8 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
                   ) -> ModelAnalysis:
     """Count ``model`` (a path, a library spec or a ``counting.load_model`` result) at ``batch`` and predict
     it on ``hw``. Precisions without eager kernels (fp8, int8, ...) are counted in fp16 and rescaled; "amp" is
-    counted under autocast; ``mode`` "compiled" counts inductor's kernels (docs/compiled.md). ``host``: an
+    counted under autocast; ``mode`` "compiled" counts inductor's kernels (docs/compiled.md), "tensorrt" a
+    TensorRT engine's (docs/tensorrt.md; int8 where ``hw`` has an int8 peak). ``host``: an
     eager host profile (``roofline/hosts.py``) priced in place of the calibration's host cost. ``pricing``
     (``load_pricing``): what the operating point costs, rented and bought (``operating_costs``)."""
     import warnings
@@ -187,6 +200,11 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
     from .errors import UnsupportedPrecisionError
 
     check_batch(batch)
+    if mode == Mode.TENSORRT and dtype == "amp":
+        from .errors import InputError
+
+        raise InputError("--dtype amp is torch.autocast; a TensorRT engine is built in one precision",
+                         hint="--engine tensorrt --dtype fp16 (or int8, fp32)")
     if (peak := "fp16" if dtype == "amp" else dtype) not in hw.dense_tops:   # amp: autocast to fp16
         raise UnsupportedPrecisionError(f"{hw.id} has no {peak} peak; it has {', '.join(hw.dense_tops)}")
     base = dtype if dtype in _COUNT_DTYPES else "fp16"
@@ -199,7 +217,7 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
         perf = host_perf(perf, host, dtype)
     pred = predict(workload, hw, mode=mode, tf32_matmul=tf32_matmul, perf=perf)
     other = None
-    if mode != "compiled":  # compiled: no eager counterpart from inductor's kernels
+    if mode not in (Mode.COMPILED, Mode.TENSORRT):  # no eager counterpart from inductor's or an engine's kernels
         other_mode = Mode.GRAPH if mode == Mode.EAGER else Mode.EAGER
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UnsupportedOpWarning)

@@ -105,6 +105,11 @@ class UnsupportedPrecisionError(TopsAdvisorError):
     """The device has no peak for the precision asked for."""
 
 
+class UnsupportedEngineError(UnsupportedPrecisionError):
+    """A run the device cannot do because of its engine: TensorRT on a GPU that is not NVIDIA's. A kind of
+    unsupported precision, so the recommender lists the device as rejected instead of stopping."""
+
+
 class CalibrationError(TopsAdvisorError):
     """A calibration file is missing, corrupt or does not match."""
 

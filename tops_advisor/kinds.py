@@ -25,6 +25,8 @@ class Mode(StrEnum):
     GRAPH = "graph"          # CUDA-graph replay: no host launch cost
     EAGER = "eager"          # plain PyTorch: the host launches each operator
     COMPILED = "compiled"    # torch.compile (inductor) fused kernels, replayed as a CUDA graph
+    TENSORRT = "tensorrt"    # a TensorRT engine built from the model (--engine tensorrt): its fused kernels,
+                             # enqueued once (tops_advisor/tensorrt.py)
 
 
 class OpKind(StrEnum):
@@ -65,6 +67,7 @@ class Lowering(StrEnum):
 
     PYTORCH_CUDA = "pytorch-cuda"     # eager PyTorch on a CUDA GPU
     INDUCTOR_CUDA = "inductor-cuda"   # torch.compile (inductor, default mode) on a CUDA GPU
+    TENSORRT = "tensorrt"             # a TensorRT engine on a CUDA GPU (the profile in tops_advisor/tensorrt.py)
     NONE = "none"                     # one kernel per operator, as counted
 
 

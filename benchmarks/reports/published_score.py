@@ -17,7 +17,9 @@ How each record is predicted:
   ``layout: channels_last`` through ``counting.lowering.channels_last_convs`` (cuDNN's NHWC rates);
 - an LLM preset (``llm:<preset>``): ``analyze_llm`` in graph mode at the record's phase, context and tensor
   parallel degree; compiled (gpt-fast) and engine runs (llama.cpp) are flagged "mode not modelled";
-- ``gemm:MxNxK`` (mamf-finder): one matmul operator predicted in graph mode (device time only).
+- ``gemm:MxNxK`` (mamf-finder): one matmul operator predicted in graph mode (device time only);
+- ``run: tensorrt`` (MLPerf, ``mlperf_*.json``): the model counted as a TensorRT engine and predicted in mode
+  "tensorrt" (docs/tensorrt.md); scored only with ``--tensorrt``, never in the PyTorch tables or bands.
 Calibration: the shipped one for the card where there is one (only the H200 has one), else the datasheet.
 """
 
@@ -35,8 +37,11 @@ DATA_DIR = ROOT / "benchmarks" / "published"
 ASIDE_DIR = DATA_DIR / "aside"   # held back from whoever changes the predictor; scored only with --aside
 
 METRICS = ("latency_ms", "throughput_per_s", "tokens_per_s", "tflops")
-RUNS = ("eager", "cuda-graph", "kernel", "amp", "compiled", "engine")
+RUNS = ("eager", "cuda-graph", "kernel", "amp", "compiled", "engine", "tensorrt")
 MODELLED_RUNS = ("eager", "cuda-graph", "kernel")
+# TensorRT engines (MLPerf, benchmarks/published/mlperf_*.json) are scored apart (--tensorrt), never in the
+# PyTorch tables and bands above: they are predicted in mode "tensorrt" (docs/tensorrt.md).
+ENGINE_RUNS = ("tensorrt",)
 HOST_RUNS = ("eager", "amp")   # the runs an eager host profile applies to
 MIN_FIT_MODELS = 2             # a host scale is fitted to the rows of at least this many other models
 SOURCE_FIELDS = ("title", "url", "version", "table")
@@ -168,6 +173,8 @@ def mode_and_flag(run: str) -> tuple[str, str]:
         return "graph", ""
     if run == "amp":
         return "eager", ""   # predicted as --dtype amp (counting/amp.py), eager
+    if run == "tensorrt":
+        return "tensorrt", ""   # the TensorRT engine profile (tops_advisor/tensorrt.py)
     return "graph", f"mode not modelled ({run})"
 
 
@@ -236,8 +243,11 @@ class Predictor:
         if rec["run"] == "amp":
             dtype = "amp"   # an fp32 model under autocast (counting/amp.py)
         key = (rec["workload"], dtype)
+        if rec["run"] == "tensorrt":   # an engine's kernels; int8 engines counted in fp16 and retyped
+            key = (rec["workload"], "fp16" if dtype == "int8" else dtype, "tensorrt")
         if key not in self._costs:
-            self._costs[key] = ModelCosts(model_spec(rec["workload"]), base_dtype=dtype)
+            self._costs[key] = ModelCosts(model_spec(rec["workload"]), base_dtype=key[1], mode=key[-1]
+                                          if rec["run"] == "tensorrt" else "graph")
         w = self._costs[key].at(rec["batch"], dtype)
         if rec.get("layout") == "channels_last":
             from tops_advisor.counting.lowering import channels_last_convs
@@ -493,6 +503,25 @@ def host_fits(sources: list[dict], predictor: Predictor) -> list[dict]:
     return out
 
 
+def print_engine_rows(rows: list[Scored], as_json: bool, as_markdown: bool) -> int:
+    """The TensorRT records: one row each, then the error per source file (its split: seen or aside)."""
+    if as_json:
+        print(json.dumps({"records": [row_dump(r) for r in rows],
+                          "per_source": {s: stats([r for r in rows if r.source == s])
+                                         for s in sorted({r.source for r in rows})}}, indent=1))
+        return 0
+    cells = [["source", "card", "workload", "batch", "precision", "measured ms", "predicted ms", "error"]]
+    cells += [[r.source, r.card, r.workload, str(r.batch), r.precision, f"{r.measured_s * 1e3:.3f}",
+               f"{r.predicted_s * 1e3:.3f}", _pct(r.error)] for r in rows]
+    render = markdown if as_markdown else plain
+    print(render(cells))
+    print()
+    print(render([["source", "n", "median |error|", "median error", "worst"]]
+                 + [[s, *_stat_cells(stats([r for r in rows if r.source == s]))]
+                    for s in sorted({r.source for r in rows})]))
+    return 0
+
+
 def row_dump(r: Scored) -> dict:
     return {**asdict(r), "error": r.error}
 
@@ -517,6 +546,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="predict eager runs of named environments with the reference host (no fitted profile)")
     ap.add_argument("--host-fits", action="store_true",
                     help="print each environment's host scales (all models, and each model left out) and exit")
+    ap.add_argument("--tensorrt", action="store_true",
+                    help="score only the TensorRT engine records (mlperf_*.json), per source file and record")
     ap.add_argument("--write-bands", nargs="?", const=BANDS_PATH, type=Path, metavar="PATH",
                     help="also write the per-card error bands the CLI quotes (default: %(const)s)")
     args = ap.parse_args(argv)
@@ -539,6 +570,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}" + (f" ({exc.hint})" if exc.hint else ""), file=sys.stderr)
         return 2
     rows = [r for r in rows if record_kind(r.workload) != "model" or r.batch >= args.min_model_batch]
+    engine_rows = [r for r in rows if r.run in ENGINE_RUNS]
+    rows = [r for r in rows if r.run not in ENGINE_RUNS]
+    if args.tensorrt:
+        return print_engine_rows(engine_rows, args.json, args.markdown)
     summ = summary(rows)
     if args.write_bands:
         from tops_advisor.api import load_catalog

@@ -138,6 +138,20 @@ def test_runs_map_to_modes_and_flags():
     assert ps.mode_and_flag("kernel") == ("graph", "")
     assert ps.mode_and_flag("amp") == ("eager", "")   # --dtype amp predicts autocast
     assert ps.mode_and_flag("engine")[1] == "mode not modelled (engine)"
+    assert ps.mode_and_flag("tensorrt") == ("tensorrt", "")   # the TensorRT profile (docs/tensorrt.md)
+
+
+def test_tensorrt_records_are_scored_apart_from_the_pytorch_tables(tmp_path, capsys):
+    engine = {"card": "a100-sxm4-80gb", "workload": "examples/small_cnn.py", "batch": 8, "precision": "int8",
+              "run": "tensorrt", "metric": "throughput_per_s", "value": 1000.0, "pointer": "made up"}
+    doc = {**FIXTURE, "records": [FIXTURE["records"][0], engine]}
+    (tmp_path / "mlperf_fixture.json").write_text(json.dumps(doc))
+    assert ps.main(["--data", str(tmp_path), "--json"]) == 0
+    assert [r["run"] for r in json.loads(capsys.readouterr().out)["records"]] == ["kernel"]
+    assert ps.main(["--data", str(tmp_path), "--tensorrt", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["run"] for r in out["records"]] == ["tensorrt"] and out["records"][0]["predicted_s"] > 0
+    assert out["per_source"]["mlperf_fixture.json"]["n"] == 1
 
 
 FIXTURE = {

@@ -11,11 +11,14 @@ from .common import (
     console,
     cost_options,
     echo_json,
+    engine_option,
     err_console,
     get_catalog,
     get_pricing,
     load_model_arg,
+    mode_given,
     model_command_options,
+    run_mode,
 )
 
 
@@ -28,6 +31,7 @@ from .common import (
 @click.option("--mode", type=click.Choice(["graph", "eager", "compiled"]), default="graph", show_default=True,
               help="graph: CUDA-graph replay (no host launch cost); eager: plain PyTorch; compiled: torch.compile "
                    "(inductor's fused kernels) replayed as a CUDA graph.")
+@engine_option
 @click.option("--calibration", "calibration_path", type=click.Path(path_type=Path),
               help="Calibration file from `tops-advisor probe` (default: saved or shipped one for the device).")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even if a calibration exists.")
@@ -43,17 +47,19 @@ from .common import (
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know or values it must assume.")
 @cost_options
 @model_command_options
-def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calibration, eager_host, power_mode, tf32,
+@click.pass_context
+def analyze(ctx, model, hardware_name, batch, dtype, mode, engine, calibration_path, no_calibration, eager_host, power_mode, tf32,
             plot_path, top, strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape,
             catalog_dirs, as_json):
     """Predict latency, attainable TOPS and the binding limit of MODEL on one device.
 
     MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
-    from ..api import analyze_model, calibration_for
+    from ..api import analyze_model, calibration_for, check_model_for_mode
     from ..render.counting import unsupported_warning
     from ..render.progress import progress
     from ..roofline.hosts import get_host_profile
 
+    mode = run_mode(engine, mode, mode_given(ctx))
     catalog = get_catalog(catalog_dirs)
     hw = catalog.get(hardware_name)
     if power_mode is not None:
@@ -66,6 +72,7 @@ def analyze(model, hardware_name, batch, dtype, mode, calibration_path, no_calib
     cal = calibration_for(hw, calibration_path, use=not no_calibration)
     host = get_host_profile(eager_host) if eager_host else None
     with progress(f"counting {model} at batch {batch}", enabled=not as_json):
+        check_model_for_mode(model, mode)
         result = analyze_model(load_model_arg(model, task, seq, input_shape), hw, batch=batch,
                                dtype=parse_precision(dtype, (*PRECISIONS, AMP)), mode=mode, calibration=cal, tf32_matmul=tf32,
                                strict=strict, host=host, pricing=pricing)

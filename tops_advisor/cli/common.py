@@ -24,6 +24,31 @@ MODEL_HELP = ("MODEL is a .py file (build_model/example_inputs) or a library mod
               "[models] extra).")
 
 
+engine_option = click.option(
+    "--engine", type=click.Choice(["pytorch", "tensorrt"]), default="pytorch", show_default=True,
+    help="pytorch: the model as PyTorch runs it (--mode); tensorrt: an engine TensorRT builds from it (batch norm "
+         "folded, fused epilogues, NHWC, fused attention, one enqueue; docs/tensorrt.md). Not with --mode.")
+
+
+def run_mode(engine: str, mode: str, mode_given: bool) -> str:
+    """The prediction mode of --engine and --mode: ``tensorrt`` for a TensorRT engine (which has no --mode)."""
+    if engine != "tensorrt":
+        return mode
+    if mode_given and mode != "graph":
+        from ..errors import InputError
+
+        raise InputError(f"--engine tensorrt runs the engine's own kernels; --mode {mode} is a PyTorch run mode",
+                         hint="drop --mode (an engine is enqueued once, like a CUDA graph)")
+    return "tensorrt"
+
+
+def mode_given(ctx: click.Context) -> bool:
+    """Whether the user set --mode (on the command line or through the environment)."""
+    from click.core import ParameterSource
+
+    return ctx.get_parameter_source("mode") not in (None, ParameterSource.DEFAULT)
+
+
 def model_options(fn):
     """--task, --seq and --input-shape: how a library model's inputs are built."""
     for option in reversed((

@@ -7,13 +7,22 @@ from pathlib import Path
 import click
 
 from ..units import PRECISIONS
-from .common import cost_options, echo_json, get_catalog, get_pricing, load_model_arg, model_command_options
+from .common import (
+    cost_options,
+    echo_json,
+    engine_option,
+    get_catalog,
+    get_pricing,
+    load_model_arg,
+    model_command_options,
+    run_mode,
+)
 from .llm_options import llm_precision_options, serving_options
 from .recommend_train import TRAIN_OPTIONS, run_training, train_options
 
 # Options that belong to one form of the command: given with the other form they would be ignored, so they are
 # refused instead (`recommend MODEL --llm X --latency 10ms` would otherwise drop MODEL and --latency).
-MODEL_ONLY = ("latency", "throughput", "strict", "task", "seq", "input_shape")
+MODEL_ONLY = ("latency", "throughput", "strict", "task", "seq", "input_shape", "engine")
 LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices", "weight_dtype", "act_dtype", "kv_dtype",
             "kernels", "serving", "requests_per_s", "max_batched_tokens")
 
@@ -34,7 +43,8 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices", "weight
                                               "prefilled at once for a burst TTFT.")
 @click.option("--dtype", default="fp16", show_default=True,
               help=f"One of {', '.join(PRECISIONS)}, several comma-separated, or 'auto' (the precisions the mode "
-                   "runs: fp32, fp16, bf16 in plain PyTorch, which has no int8 or fp8 kernels).")
+                   "runs: fp32, fp16, bf16 in plain PyTorch, which has no int8 or fp8 kernels; fp32, fp16, int8 "
+                   "with --engine tensorrt, int8 where the card has an int8 peak).")
 @click.option("--segment", help="edge, workstation or datacenter.")
 @click.option("--max-power", help="Maximum board power, e.g. 60W (a Jetson module: its fastest power mode within it).")
 @click.option("--power-mode", "power_mode", metavar="MODE",
@@ -44,6 +54,7 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices", "weight
 @click.option("--hardware", "-H", "hardware_names", multiple=True, help="Limit to these devices; repeatable.")
 @click.option("--mode", type=click.Choice(["graph", "eager", "compiled"]), default="graph", show_default=True,
               help="graph: CUDA-graph replay; eager: eager PyTorch; compiled: torch.compile + CUDA graph.")
+@engine_option
 @click.option("--rank-by", type=click.Choice(["efficiency", "latency", "throughput", "price", "cost"]),
               default="efficiency", show_default=True,
               help="efficiency = samples/s per watt of TDP; price = samples/s per 1000 USD of purchase price; "
@@ -62,13 +73,13 @@ LLM_ONLY = ("tokens_per_s", "ttft", "prompt", "generate", "max_devices", "weight
 @model_command_options
 @click.pass_context
 def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_devices, latency, throughput, batch,
-              dtype, segment, max_power, power_mode, max_price, hardware_names, mode, rank_by, rent, budget, top,
+              dtype, segment, max_power, power_mode, max_price, hardware_names, mode, engine, rank_by, rent, budget, top,
               no_calibration, strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape,
               catalog_dirs, as_json, train, **llm_options):
     """Rank the devices that run MODEL, or an LLM (--llm), within the targets.
 
     MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
-    from ..api import ModelCosts, calibration_for
+    from ..api import ModelCosts, calibration_for, check_model_for_mode
     from ..recommend import Constraints, auto_dtypes
     from ..recommend import recommend as run_recommend
     from ..render.console import console
@@ -82,6 +93,7 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
 
         raise InputError(f"{', '.join(wrong)} appl{'y' if len(wrong) > 1 else 'ies'} to --train",
                          hint="add --train to rank devices for training MODEL")
+    mode = _engine_mode(ctx, engine, mode, train)
     if train and llm_config:
         from ..errors import InputError
 
@@ -112,6 +124,7 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
                               no_calibration, as_json, pricing, dtype=dtype if _given(ctx, ("dtype",)) else None,
                               **llm_options)
     with progress(f"counting {model} (batches 1 and 2)", enabled=not as_json):
+        check_model_for_mode(model, mode)
         costs = ModelCosts(load_model_arg(model, task, seq, input_shape), strict=strict, mode=mode)
     with progress(f"predicting {costs.model_path} on {len(limit) or len(catalog)} devices", enabled=not as_json):
         res = run_recommend(costs.at, list(catalog), c,
@@ -124,6 +137,16 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
     from ..render.recommend import render_recommendations
 
     render_recommendations(res, console())
+
+
+def _engine_mode(ctx: click.Context, engine: str, mode: str, train: bool) -> str:
+    """The prediction mode of --engine and --mode (``common.run_mode``); an engine predicts inference only."""
+    if train and engine != "pytorch":
+        from ..errors import InputError
+
+        raise InputError("--engine tensorrt predicts inference; --train ranks devices for a PyTorch training step",
+                         hint="drop --engine, or drop --train")
+    return run_mode(engine, mode, bool(_given(ctx, ("mode",))))
 
 
 def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:

@@ -11,6 +11,7 @@ from ..catalog import Hardware
 from ..catalog.power_modes import UnknownPowerModeError, mode_list
 from ..errors import InputError
 from ..kinds import Mode
+from ..tensorrt import TENSORRT
 from ..units import format_seconds
 
 RANK_BY = ("efficiency", "latency", "throughput", "price", "cost")
@@ -28,6 +29,9 @@ NOT_RUNNABLE: dict[str, tuple[tuple[str, ...], str]] = {
     Mode.GRAPH: (("fp8", "int8"), PLAIN_PYTORCH),
     Mode.EAGER: (("fp8", "int8"), PLAIN_PYTORCH),
     Mode.COMPILED: (("fp8", "int8"), PLAIN_PYTORCH),
+    # a TensorRT engine runs int8 (with calibration: every int8 prediction says so); fp8/bf16 engines not modelled
+    Mode.TENSORRT: (tuple(p for p in AUTO_DTYPES if p not in TENSORRT.auto_dtypes),
+                    "a TensorRT engine, modelled in " + "/".join(TENSORRT.auto_dtypes)),
 }
 
 
@@ -43,7 +47,11 @@ def auto_dtype_note(mode: str) -> str:
     tried = "/".join(auto_dtypes(mode))
     if not skipped:
         return f"dtype auto: tried {tried}"
-    return f"dtype auto: tried {tried}, not {'/'.join(skipped)}: {mode} mode is {why}"
+    note = f"dtype auto: tried {tried}, not {'/'.join(skipped)}: {mode} mode is {why}"
+    if mode == Mode.TENSORRT:
+        note += f"; int8 only where the card has an int8 peak, and an {TENSORRT.int8.does}"
+    return note
+
 NOT_ASKED = "not in --hardware"  # a device the user left out: dropped, not listed as rejected
 
 

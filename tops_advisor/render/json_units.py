@@ -129,7 +129,8 @@ def analysis_json(a: ModelAnalysis, plot: str | None = None) -> dict:
     recommendation's costs; ``no_price``: why a kind is missing)."""
     w = a.workload
     return {**prediction_json(a.prediction), "advice": a.advice, "unsupported_ops": dict(w.unsupported_ops),
-            "assumptions": list(w.assumptions), "notes": [n.text for n in w.notes],
+            # the prediction's assumptions (mode, rates, an int8 engine's calibration caveat), then the count's
+            "assumptions": [*a.prediction.assumptions, *w.assumptions], "notes": [n.text for n in w.notes],
             "expected_error": band_json(a.band) if a.band else None, "plot": plot,
             "costs": [{"devices": c.devices, **CostFields.of(c)} for c in a.costs], "no_price": list(a.no_price),
             **_power_mode(a.perf.hardware)}

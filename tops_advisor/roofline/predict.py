@@ -9,14 +9,15 @@ latency is when the last kernel ends (the host can be the bottleneck at small ba
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..calibration import Calibration
 from ..catalog import Hardware
-from ..errors import InputError
+from ..errors import InputError, UnsupportedEngineError
 from ..kinds import Bound, Lowering, Mode, OpKind
+from ..tensorrt import TENSORRT
 from ..units import BYTES_PER_ELEMENT
 from ..workload import Workload
 from . import rates
@@ -27,6 +28,10 @@ MODES: tuple[Mode, ...] = tuple(Mode)   # ``Mode`` and ``MODES`` stay importable
 # ``compiled`` predicts the kernels torch.compile runs (a workload counted with the inductor lowering),
 # replayed as a CUDA graph.
 COMPILED_LOWERING = Lowering.INDUCTOR_CUDA
+# The modes whose kernels come from a lowering of their own, and the lowering: a workload of one of these
+# lowerings is predicted only in its mode (docs/compiled.md, docs/tensorrt.md).
+MODE_LOWERINGS: dict[Mode, Lowering] = {Mode.COMPILED: COMPILED_LOWERING, Mode.TENSORRT: Lowering.TENSORRT}
+_LOWERING_NAMES = {Lowering.INDUCTOR_CUDA: "inductor", Lowering.TENSORRT: "tensorrt", None: "eager"}
 BOUNDS = (Bound.COMPUTE, Bound.MEMORY, Bound.OVERHEAD)   # index = _DeviceTimes.bound
 
 
@@ -241,12 +246,17 @@ _MODE_ASSUMPTION = {
     Mode.EAGER: "eager PyTorch, host launch cost per operator overlapping the device",
     Mode.COMPILED: "torch.compile (inductor, default mode) fused kernels, replayed as a CUDA graph "
                 "(docs/compiled.md)",
+    Mode.TENSORRT: "TensorRT engine: batch norm folded, bias/activation/residual in the convolution and GEMM "
+                   "epilogues, NHWC, fused attention and pointwise kernels; " + TENSORRT.enqueue.does
+                   + " (docs/tensorrt.md)",
 }
 
 
 def _assumptions(mode: Mode, perf: DevicePerf, dtype: str, tf32_matmul: bool) -> tuple[str, ...]:
     out = (f"mode {mode}: " + _MODE_ASSUMPTION[mode],
            *perf.assumptions)
+    if mode == Mode.TENSORRT:
+        return out + _tensorrt_precision(perf, dtype)
     if dtype == "fp32" and "tf32" not in perf.hardware.dense_tops:
         out += (f"fp32: plain FP32 on CUDA cores ({perf.hardware.id} has no TF32)",)
     elif dtype == "fp32":
@@ -255,19 +265,50 @@ def _assumptions(mode: Mode, perf: DevicePerf, dtype: str, tf32_matmul: bool) ->
     return out
 
 
+def _tensorrt_precision(perf: DevicePerf, dtype: str) -> tuple[str, ...]:
+    """What a TensorRT engine's precision means: TF32 for fp32 where the card has it; int8's caveat."""
+    if dtype == "int8":
+        return (TENSORRT.int8.does,)
+    if dtype == "fp32":
+        return ("fp32: " + (TENSORRT.tf32.does if "tf32" in perf.hardware.dense_tops
+                            else f"plain FP32 on CUDA cores ({perf.hardware.id} has no TF32)"),)
+    return ()
+
+
+def _engine_workload(workload: Workload, hardware: Hardware) -> Workload:
+    """A TensorRT workload as the engine runs on ``hardware``: NVIDIA GPUs only; on a card without TF32, the
+    convolutions the lowering runs as TF32 implicit GEMMs are built in plain fp32."""
+    if hardware.vendor != "NVIDIA":
+        raise UnsupportedEngineError(f"TensorRT runs on NVIDIA GPUs; {hardware.id} is {hardware.vendor}'s",
+                                     hint="drop --engine tensorrt for this device")
+    if "tf32" in hardware.dense_tops or not any(o.dtype == "tf32" for o in workload.ops):
+        return workload
+    return replace(workload, ops=tuple(replace(o, dtype="fp32") if o.dtype == "tf32" else o for o in workload.ops))
+
+
+def _check_lowering(mode: Mode, lowering: str) -> None:
+    """A workload counted with a mode's own lowering (compiled, tensorrt) is predicted in that mode only."""
+    need = MODE_LOWERINGS.get(mode)
+    if not lowering or (need is None and lowering not in MODE_LOWERINGS.values()) or lowering == need:
+        return
+    fix = "mode compiled" if need == COMPILED_LOWERING or lowering == COMPILED_LOWERING else f"mode {mode}"
+    raise InputError(
+        f"mode {mode} needs a workload counted with the {_LOWERING_NAMES[need]} lowering, got {lowering!r}",
+        hint=f"count it with lowering={need or 'pytorch-cuda'!r} for {fix} (ModelCosts.at(..., mode=...) does this)")
+
+
 def predict(workload: Workload, hardware: Hardware, calibration: Calibration | None = None,
             mode: Mode = Mode.GRAPH, *, tf32_matmul: bool = False, perf: DevicePerf | None = None,
             calibration_source: str = "") -> Prediction:
     """Predict one workload on one device. Pass ``perf`` (from ``device_perf``) to reuse it across calls."""
     if mode not in MODES:
-        raise InputError(f"unknown mode {mode!r}; expected graph, eager or compiled")
+        raise InputError(f"unknown mode {mode!r}; expected graph, eager, compiled or tensorrt")
     mode = Mode(mode)
-    if (mode == Mode.COMPILED) != (workload.lowering == COMPILED_LOWERING) and workload.lowering:
-        raise InputError(
-            f"mode {mode} needs a workload counted with the "
-            f"{'inductor' if mode == Mode.COMPILED else 'eager'} lowering, got {workload.lowering!r}",
-            hint="count it with lowering='inductor-cuda' for mode compiled (ModelCosts.at(..., mode=...) "
-                 "does this)")
+    _check_lowering(mode, workload.lowering)
+    if mode == Mode.TENSORRT:
+        workload = _engine_workload(workload, hardware)
+    # a TensorRT engine builds fp32 layers in TF32 (BuilderFlag::kTF32, on by default: tops_advisor/tensorrt.py)
+    tf32_matmul = tf32_matmul or (mode == Mode.TENSORRT and "tf32" in hardware.dense_tops)
     perf = perf or device_perf(hardware, calibration, calibration_source)
     a = op_arrays(workload)
     t = device_times(a, perf, tf32_matmul)

@@ -12,6 +12,8 @@ lowerings, by :class:`tops_advisor.kinds.Lowering`:
 - ``inductor-cuda`` (:func:`lower_inductor_cuda`, ``inductor.py``, with inductor's per-operator layout and
   padding decisions in ``inductor_layout.py``): ``torch.compile``'s inductor, fused triton kernels around the
   library GEMMs, convolutions and attention (``--mode compiled``);
+- ``tensorrt`` (:func:`lower_tensorrt`, ``tensorrt.py``): an engine TensorRT builds from the model, as the
+  profile in ``tops_advisor/tensorrt.py`` describes it (``--engine tensorrt``);
 - ``none`` (:func:`no_lowering`): the operators as counted.
 """
 
@@ -26,9 +28,11 @@ from .eager_cuda import lower_pytorch_cuda
 from .facts import CountedOp, Flow, OpFacts, TensorFacts, Value
 from .inductor import lower_inductor_cuda
 from .inductor_layout import channels_last_convs
+from .tensorrt import lower_tensorrt
 
 PYTORCH_CUDA = Lowering.PYTORCH_CUDA
 INDUCTOR_CUDA = Lowering.INDUCTOR_CUDA   # torch.compile (inductor, default mode) on a CUDA GPU: inductor.py
+TENSORRT = Lowering.TENSORRT           # a TensorRT engine on a CUDA GPU: tensorrt.py
 NO_LOWERING = Lowering.NONE
 
 
@@ -40,13 +44,18 @@ def no_lowering(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
 LOWERINGS: dict[Lowering, Callable[[Iterable[CountedOp]], tuple[OpRecord, ...]]] = {
     Lowering.PYTORCH_CUDA: lower_pytorch_cuda,
     Lowering.INDUCTOR_CUDA: lower_inductor_cuda,
+    Lowering.TENSORRT: lower_tensorrt,
     Lowering.NONE: no_lowering,
 }
 
 
+_MODE_LOWERINGS = {Mode.COMPILED: Lowering.INDUCTOR_CUDA, Mode.TENSORRT: Lowering.TENSORRT}
+
+
 def lowering_for(mode: str) -> Lowering:
-    """The lowering a prediction mode runs on: inductor's kernels for ``compiled``, eager PyTorch's else."""
-    return Lowering.INDUCTOR_CUDA if mode == Mode.COMPILED else Lowering.PYTORCH_CUDA
+    """The lowering a prediction mode runs on: inductor's kernels for ``compiled``, a TensorRT engine's for
+    ``tensorrt``, eager PyTorch's else."""
+    return _MODE_LOWERINGS.get(mode, Lowering.PYTORCH_CUDA)
 
 
 def lower(name: str, ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
@@ -58,6 +67,6 @@ def lower(name: str, ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
     return fn(ops)
 
 
-__all__ = ["INDUCTOR_CUDA", "LOWERINGS", "NO_LOWERING", "PYTORCH_CUDA", "CountedOp", "Flow", "OpFacts",
+__all__ = ["INDUCTOR_CUDA", "LOWERINGS", "NO_LOWERING", "PYTORCH_CUDA", "TENSORRT", "CountedOp", "Flow", "OpFacts",
            "TensorFacts", "Value", "channels_last_convs", "lower", "lower_inductor_cuda", "lower_pytorch_cuda",
-           "lowering_for", "no_lowering"]
+           "lower_tensorrt", "lowering_for", "no_lowering"]

@@ -42,7 +42,7 @@ share an input, and inductor's own decompositions of small matrix products into 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ...kinds import OpKind
@@ -55,6 +55,22 @@ EXTERN_KINDS = frozenset({OpKind.MATMUL, OpKind.CONV, OpKind.ATTENTION})
 _REDUCTION_KINDS = frozenset({OpKind.SOFTMAX, OpKind.REDUCTION})
 _REDUCTION_NAMES = ("adaptive_avg_pool", "aten.mean", "aten.sum", "aten.amax", "aten.var")
 _WINDOW_NAMES = ("max_pool", "avg_pool", "upsample", "im2col", "col2im", "grid_sampler")
+
+
+@dataclass(frozen=True)
+class FusionPolicy:
+    """What a fusing compiler does around its library kernels; the defaults are inductor's (``INDUCTOR``).
+    The TensorRT lowering (``tensorrt.py``) runs the same fusion of generated kernels with its own policy."""
+
+    channels_last: Callable[[list], bool] = uses_channels_last   # whether 2-D convolutions run channels-last
+    layout_copies: bool = True      # the input image and spatial weights copied to channels-last every forward
+    pad_library_calls: bool = True  # pad_mm, SDPA head-dim padding, a strided convolution input made dense
+    bias_kernel: bool = True        # a convolution's bias add joins the generated kernel after it
+    kernel_prefix: str = "triton:"  # the name of a generated kernel: prefix + its operators
+    attention_views: bool = True    # a fused attention output's heads/sequence transpose is a view, not a copy
+
+
+INDUCTOR = FusionPolicy()
 
 
 @dataclass
@@ -90,11 +106,11 @@ def role(record: OpRecord) -> str:
     return "pointwise"
 
 
-def _nodes(ops: Iterable[CountedOp]) -> list[_Node]:
+def _nodes(ops: Iterable[CountedOp], policy: FusionPolicy = INDUCTOR) -> list[_Node]:
     """The counted operators as graph nodes, with the layout copies and convolution bias adds inductor adds
-    and the attention-output copies it does not make."""
+    and the attention-output copies it does not make (``policy``: which of those the compiler makes)."""
     ops = list(ops)
-    channels_last = uses_channels_last(ops)
+    channels_last = policy.channels_last(ops)
     nodes: list[_Node] = []
     rename: dict[int, int] = {}
     produced: set[int] = set()
@@ -111,20 +127,23 @@ def _nodes(ops: Iterable[CountedOp]) -> list[_Node]:
                 nodes.append(_Node(record, (), (), record.param_bytes, "alone"))
             continue
         reads = tuple(Value(rename.get(v.id, v.id), v.numel, v.nbytes) for v in flow.reads)
-        if facts is not None and facts.copies_attention_output and reads and flow.writes:
+        if policy.attention_views and facts is not None and facts.copies_attention_output and reads \
+                and flow.writes:
             rename[flow.writes[0].id] = reads[0].id   # a view of SDPA's output on a GPU
             continue
-        record, pads = pad_mm(to_channels_last(record) if channels_last else record)
-        pads += sdpa_padding(record, facts) + (conv_input_copy(record, facts) if facts is not None else [])
+        record = to_channels_last(record) if channels_last else record
+        pads = _library_pads(record, facts) if policy.pad_library_calls else []
+        if pads:
+            record, pads = pads[0], pads[1:]
         nodes.extend(_Node(r, (), (), 0.0, "alone") for r in pads)
         # the record's parameter bytes: a gather (embedding) reads the rows it takes, not the whole table
         node = _Node(record, reads, flow.writes, record.param_bytes, role(record))
         bias_bytes = facts.conv_bias_bytes if facts is not None and facts.conv_bias_bytes else 0.0
-        if channels_last:
+        if channels_last and policy.layout_copies:
             nodes.extend(_layout_copies(node, flow, produced, bias_bytes))
         nodes.append(node)
         produced.update(v.id for v in flow.writes)
-        if facts is not None and facts.conv_bias_bytes is not None and flow.writes:
+        if policy.bias_kernel and facts is not None and facts.conv_bias_bytes is not None and flow.writes:
             out = flow.writes[0]
             biased = fresh(out)
             nodes.append(_Node(OpRecord(
@@ -134,6 +153,12 @@ def _nodes(ops: Iterable[CountedOp]) -> list[_Node]:
                 facts.conv_bias_bytes, "pointwise"))
             rename[out.id] = biased.id
     return nodes
+
+
+def _library_pads(record: OpRecord, facts) -> list[OpRecord]:
+    """The record as padded (``pad_mm``) followed by the pad kernels inductor launches before it."""
+    record, pads = pad_mm(record)
+    return [record, *pads, *sdpa_padding(record, facts), *(conv_input_copy(record, facts) if facts is not None else [])]
 
 
 def _layout_copies(conv: _Node, flow: Flow, produced: set[int], bias_bytes: float) -> list[_Node]:
@@ -220,7 +245,7 @@ def _groups(nodes: list[_Node], producer: dict[int, _Node], ancestors: list[int]
     return groups
 
 
-def _group_record(group: _Group, consumers: dict[int, set[int]]) -> OpRecord:
+def _group_record(group: _Group, consumers: dict[int, set[int]], prefix: str = "triton:") -> OpRecord:
     """One fused kernel: reads from outside the group and parameters; writes what is read outside it."""
     members = {n.index for n in group.nodes}
     inside = {v.id for n in group.nodes for v in n.writes}
@@ -241,7 +266,7 @@ def _group_record(group: _Group, consumers: dict[int, set[int]]) -> OpRecord:
     kind, family = OpKind.ELEMENTWISE, ""
     names = dict.fromkeys(r.name.removeprefix("aten.") for r in records)
     return OpRecord(
-        name="triton:" + "+".join(names)[:80], kind=kind, module=records[0].module,
+        name=prefix + "+".join(names)[:80], kind=kind, module=records[0].module,
         flops=float(sum(r.flops for r in records)), bytes_read=float(sum(read.values())) + params,
         bytes_written=float(sum(written.values())), param_bytes=params, dtype=main.dtype, kernels=1,
         family=family, phase=main.phase)
@@ -250,7 +275,13 @@ def _group_record(group: _Group, consumers: dict[int, set[int]]) -> OpRecord:
 def lower_inductor_cuda(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
     """``torch.compile`` (inductor, default mode) on a CUDA GPU: the kernels of the module docstring, in the
     order they run (a fused kernel where its last operator was)."""
-    nodes = _nodes(ops)
+    return lower_fused(ops, INDUCTOR)
+
+
+def lower_fused(ops: Iterable[CountedOp], policy: FusionPolicy) -> tuple[OpRecord, ...]:
+    """Library kernels kept, every other operator fused along the dataflow into generated kernels, as
+    ``policy`` says (inductor's rules: the module docstring)."""
+    nodes = _nodes(ops, policy)
     producer, ancestors = _link(nodes)
     consumers: dict[int, set[int]] = {}
     for n in nodes:
@@ -263,5 +294,5 @@ def lower_inductor_cuda(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
         if n.role in ("extern", "alone"):
             out.append(n.record)
         elif n.index in last:
-            out.append(_group_record(last[n.index], consumers))
+            out.append(_group_record(last[n.index], consumers, policy.kernel_prefix))
     return tuple(out)
