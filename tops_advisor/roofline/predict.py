@@ -19,7 +19,7 @@ from ..errors import InputError
 from ..kinds import Bound, Lowering, Mode, OpKind
 from ..units import BYTES_PER_ELEMENT
 from ..workload import Workload
-from . import rates
+from . import power_limit, rates
 from .arrays import OpArrays, op_arrays
 from .device import DevicePerf, device_perf
 
@@ -192,6 +192,8 @@ def device_times(a: OpArrays, perf: DevicePerf, tf32_matmul: bool = False) -> _D
     memory = a.bytes / bandwidth + rates.layer_norm_rows_s(a, perf) + rates.group_norm_rows_s(a, perf)
     if perf.gemm_samples:
         compute, memory = _gemm_sample_correction(a, perf, precision, compute, memory)
+    if perf.hardware.power_limited and not perf.calibrated:   # a probe's measured rates already hold the clock
+        compute = compute * power_limit.compute_slowdown(compute, memory, perf.hardware, perf.defaults)
     return _DeviceTimes(precision, compute, memory, rates.floors(a, cls, perf), a.kernels * perf.kernel_gap_s)
 
 
