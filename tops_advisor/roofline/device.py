@@ -89,10 +89,11 @@ def bandwidth_fraction(hw: Hardware, d: RooflineDefaults):
     for architecture, prefix, value in d.bandwidth_fraction_rules.value:
         if (architecture is None or architecture == hw.architecture) and memory.startswith(prefix.upper()):
             return value
-    return d.bandwidth_fraction.value[_memory_family(hw.memory_type)]
+    return d.bandwidth_fraction.value[memory_family(hw.memory_type)]
 
 
-def _memory_family(memory_type: str) -> str:
+def memory_family(memory_type: str) -> str:
+    """'HBM', 'LPDDR' or 'GDDR' (every other memory type)."""
     t = memory_type.upper()
     if "HBM" in t:
         return "HBM"
