@@ -18,7 +18,7 @@ from tops_advisor.catalog import Hardware, load_catalog, load_hardware_file
 from tops_advisor.roofline.arrays import op_arrays
 from tops_advisor.roofline.defaults import DEFAULTS
 from tops_advisor.roofline.device import device_perf
-from tops_advisor.roofline.power_limit import compute_slowdown, operator_clock_mhz
+from tops_advisor.roofline.power_limit import operator_clock_mhz, reference_clocks_mhz
 from tops_advisor.roofline.predict import device_times, predict
 from tops_advisor.workload import GemmShape, OpRecord, Workload
 
@@ -30,6 +30,7 @@ def limited(**over) -> Hardware:
     """The toy device rated at 2000 MHz that holds 1000 MHz under a compute-bound load."""
     cites = {"boost_clock_mhz": "made-up", "sustained_tensor_clock_mhz": "made-up"}
     fields = {"boost_clock_mhz": 2000, "sustained_tensor_clock_mhz": 1000, **over}
+    cites.update(fields.pop("citations", {}))
     return make_hardware(citations={**make_hardware().citations, **cites}, **fields)
 
 
@@ -73,6 +74,15 @@ def test_the_field_is_a_positive_clock_no_higher_than_boost(clock, message):
         Hardware(**data)
 
 
+def test_a_simt_clock_needs_the_tensor_clock():
+    data = limited().model_dump()
+    data["sustained_tensor_clock_mhz"] = None
+    data["sustained_simt_clock_mhz"] = 800
+    data["citations"]["sustained_simt_clock_mhz"] = "made-up"
+    with pytest.raises(ValidationError, match="sustained_simt_clock_mhz is given but sustained_tensor_clock_mhz"):
+        Hardware(**data)
+
+
 def test_power_limited_means_a_sustained_clock_below_boost():
     assert limited().power_limited
     assert not limited(sustained_tensor_clock_mhz=2000).power_limited   # at boost: nothing to lower
@@ -97,33 +107,49 @@ def test_t4_sustained_clock_is_below_its_boost_clock():
 
 
 # --- the clock of one operator -----------------------------------------------------------------------------
-def test_compute_bound_operators_run_at_the_sustained_clock():
-    hw = limited()
-    # compute at boost 0.5 s, memory 0.5 s: at 1000 MHz compute takes 1.0 s, so the SMs are always busy
-    assert operator_clock_mhz(np.array([0.5, 10.0]), np.array([1.0, 1.0]), hw, CUBE) == pytest.approx([1000, 1000])
+def clocks(compute, memory, efficiency, hw=None, reference_mhz=1000.0, reference_efficiency=0.8):
+    hw = hw or limited()
+    n = len(compute)
+    return operator_clock_mhz(np.array(compute, float), np.array(memory, float), np.array(efficiency, float),
+                              np.full(n, reference_mhz), np.full(n, reference_efficiency), hw, CUBE)
 
 
-def test_light_operators_run_where_their_power_meets_the_limit():
-    hw = limited()
-    rho = np.array([0.25, 0.4])                        # compute share of the memory time, at boost
-    f = operator_clock_mhz(rho, np.ones(2), hw, CUBE)
-    busy = rho * 2000 / f                              # share of the time the SMs compute, at clock f
+def test_a_large_gemm_runs_at_the_sustained_clock():
+    # at the reference GEMM's own share of the peak (0.8), compute-bound: the measured clock
+    assert clocks([10.0], [1.0], [0.8]) == pytest.approx([1000])
+
+
+def test_a_compute_bound_kernel_below_the_gemm_share_runs_faster():
+    # activity e x f^3 = 0.8 x 1000^3: at a quarter of the peak f = 1000 x (0.8 / 0.25)^(1/3) = 1474 MHz
+    [f] = clocks([10.0], [1.0], [0.25])
+    assert f == pytest.approx(1000 * (0.8 / 0.25) ** (1 / 3))
+    assert 0.25 * f ** 3 == pytest.approx(0.8 * 1000 ** 3)      # dynamic power exactly at the limit
+
+
+def test_memory_bound_operators_run_where_their_power_meets_the_limit():
+    rho = np.array([0.25, 0.4])                      # compute time at boost over memory time
+    f = clocks(rho, np.ones(2), [0.8, 0.8])
+    busy = rho * 2000 / f                            # share of the time the datapath computes, at clock f
     assert np.all(busy < 1)
-    assert busy * (f / 1000) ** 3 == pytest.approx([1.0, 1.0])   # dynamic power exactly at the limit
-    assert f[0] == pytest.approx((1000 ** 3 / (0.25 * 2000)) ** 0.5)   # 1414.2 MHz
+    assert 0.8 * busy * f ** 3 == pytest.approx(0.8 * 1000 ** 3 * np.ones(2))   # power at the limit
+    assert f[0] == pytest.approx((1000 ** 3 / (0.25 * 2000)) ** 0.5)             # 1414.2 MHz
 
 
-def test_memory_bound_operators_keep_the_boost_clock():
-    hw = limited()
-    # (1000 / 2000)^3 = 0.125: with compute under 1/8 of the memory time even boost stays under the limit
-    clocks = operator_clock_mhz(np.array([0.1, 0.0, 0.125]), np.ones(3), hw, CUBE)
-    assert clocks == pytest.approx([2000, 2000, 2000])
+def test_light_operators_keep_the_boost_clock():
+    # (1000 / 2000)^3 = 0.125: compute under 1/8 of the memory time stays under the limit even at boost
+    assert clocks([0.1, 0.0, 0.125], [1.0, 1.0, 1.0], [0.8, 0.8, 0.8]) == pytest.approx([2000, 2000, 2000])
+    assert clocks([10.0], [1.0], [0.05]) == pytest.approx([2000])    # compute-bound but barely busy
 
 
-def test_a_card_without_a_power_limit_keeps_every_clock():
-    slow = compute_slowdown(np.array([1.0, 0.1]), np.array([0.1, 1.0]), make_hardware(boost_clock_mhz=2000,
-                            citations={**make_hardware().citations, "boost_clock_mhz": "made-up"}), DEFAULTS)
-    assert slow == pytest.approx([1.0, 1.0])
+def test_simt_work_takes_the_simt_clock_where_the_card_has_one():
+    hw = limited(sustained_simt_clock_mhz=800, citations={"sustained_simt_clock_mhz": "made-up"})
+    assert reference_clocks_mhz(np.array([True, False]), hw) == pytest.approx([800, 1000])
+    assert reference_clocks_mhz(np.array([True, False]), limited()) == pytest.approx([1000, 1000])
+
+
+def test_a_card_without_a_power_limit_keeps_its_boost_clock():
+    rated = make_hardware(boost_clock_mhz=2000, citations={**make_hardware().citations, "boost_clock_mhz": "made-up"})
+    assert clocks([10.0, 0.1], [1.0, 1.0], [0.8, 0.8], hw=rated) == pytest.approx([2000, 2000])
 
 
 # --- the roofline ------------------------------------------------------------------------------------------
@@ -134,26 +160,45 @@ def test_the_sustained_clock_lowers_only_the_compute_roof():
     a = op_arrays(w)
     t_rated = device_times(a, device_perf(rated))
     t_hot = device_times(a, device_perf(hot))
-    assert t_hot.compute[0] == pytest.approx(t_rated.compute[0] * 2000 / 1000)   # the GEMM at 1000 MHz
+    # the 8192^3 GEMM reaches the card's GEMM share of its peak, the reference load: 1000 MHz
+    assert t_hot.compute[0] == pytest.approx(t_rated.compute[0] * 2000 / 1000, rel=0.02)
     assert t_hot.compute[1] == pytest.approx(t_rated.compute[1])                 # the add at boost
     assert t_hot.memory == pytest.approx(t_rated.memory)                         # bandwidth untouched
 
 
 def test_a_compute_bound_kernel_on_the_t4_runs_at_its_sustained_clock():
     t4 = load_hardware_file(DB / "t4.toml")
-    cites = {k: v for k, v in t4.citations.items() if k != "sustained_tensor_clock_mhz"}
-    rated = t4.model_copy(update={"sustained_tensor_clock_mhz": None, "citations": cites})
+    dropped = ("sustained_tensor_clock_mhz", "sustained_simt_clock_mhz")
+    cites = {k: v for k, v in t4.citations.items() if k not in dropped}
+    rated = t4.model_copy(update={**dict.fromkeys(dropped), "citations": cites})
     w = workload(big_gemm())
     hot, cool = predict(w, t4, mode="graph"), predict(w, rated, mode="graph")
     [op_hot], [op_cool] = hot.ops, cool.ops
     assert op_hot.bound == "compute"
-    # the GEMM's compute time grows by boost / sustained, read from the catalog (1590 / 1294)
-    assert op_hot.compute_s == pytest.approx(op_cool.compute_s * t4.boost_clock_mhz / t4.sustained_tensor_clock_mhz)
-    # its rate: the card's GEMM share of the datasheet peak at the sustained clock
-    perf = device_perf(rated)
-    rate_at_sustained = perf.matrix_ops_per_s["fp16"] * t4.sustained_tensor_clock_mhz / t4.boost_clock_mhz
-    assert big_gemm().flops / op_hot.compute_s <= rate_at_sustained * 1.0001
+    # the large GEMM's share of the FP16 peak at boost, and the share the sustained clock was derived at
+    peak = t4.dense_tops["fp16"] * 1e12
+    share = big_gemm().flops / op_cool.compute_s / peak
+    reference = device_perf(rated).matrix_ops_per_s["fp16"] / peak            # 0.80 for the T4
+    assert share == pytest.approx(reference, rel=0.05)                          # a large GEMM is the reference load
+    # power x activity at the limit: share x f^3 = reference x 1294^3, so f = 1294 x (reference / share)^(1/3)
+    clock = t4.sustained_tensor_clock_mhz * (reference / share) ** (1 / 3)
+    assert op_hot.compute_s == pytest.approx(op_cool.compute_s * t4.boost_clock_mhz / clock)
+    assert clock == pytest.approx(t4.sustained_tensor_clock_mhz, rel=0.02)
     assert any("power limit 70 W" in note for note in hot.assumptions)
+
+
+def test_t4_simt_work_throttles_further_than_tensor_work():
+    t4 = load_hardware_file(DB / "t4.toml")
+    assert t4.sustained_simt_clock_mhz < t4.sustained_tensor_clock_mhz
+    n = 4096   # an FP32 SGEMM on the CUDA cores (the T4 has no TF32)
+    sgemm = OpRecord("aten.mm", "matmul", "", 2.0 * n ** 3, 8.0 * n * n, 4.0 * n * n, 4.0 * n * n, "fp32", 1,
+                     GemmShape(n, n, n))
+    w = Workload(name="w", batch=1, dtype="fp32", ops=(sgemm,), functional=True)
+    cites = {k: v for k, v in t4.citations.items() if k not in ("sustained_tensor_clock_mhz", "sustained_simt_clock_mhz")}
+    rated = t4.model_copy(update={"sustained_tensor_clock_mhz": None, "sustained_simt_clock_mhz": None,
+                                  "citations": cites})
+    [hot], [cool] = predict(w, t4).ops, predict(w, rated).ops
+    assert cool.compute_s < hot.compute_s <= cool.compute_s * t4.boost_clock_mhz / t4.sustained_simt_clock_mhz * 1.0001
 
 
 def test_h200_predictions_do_not_see_a_power_limit():

@@ -75,6 +75,10 @@ class Hardware(BaseModel):
                                   "GEMM) load at its board power limit, MHz; at most boost_clock_mhz. The roofline "
                                   "runs compute-bound operators at this clock and lighter ones between it and boost "
                                   "(roofline/power_limit.py). Absent: the card holds its rated clocks.")
+    sustained_simt_clock_mhz: PositiveFloat | None = Field(
+        default=None, description="The same for a sustained large FP32 GEMM on the CUDA cores (SIMT), MHz, where it "
+                                  "differs: CUDA-core FP32 work draws its own power per operation. Needs "
+                                  "sustained_tensor_clock_mhz; absent: SIMT work takes that clock.")
     burst_clock_mhz: PositiveFloat | None = Field(
         default=None, description="Highest GPU clock a published measurement shows under load, MHz: where GPU "
                                   "Boost runs a load too short to reach the power limit (a benchmark of a second "
@@ -139,10 +143,13 @@ class Hardware(BaseModel):
             if getattr(self, name) is not None and self.boost_clock_mhz is None:
                 raise ValueError(f"{name} is given but boost_clock_mhz is not: the datasheet peaks are scaled "
                                  "by that clock / boost")
-        tensor = self.sustained_tensor_clock_mhz
-        if tensor is not None and self.boost_clock_mhz is not None and tensor > self.boost_clock_mhz:
-            raise ValueError(f"sustained_tensor_clock_mhz = {tensor:g} is above boost_clock_mhz = "
-                             f"{self.boost_clock_mhz:g}; a power limit only lowers the clock")
+        for name in ("sustained_tensor_clock_mhz", "sustained_simt_clock_mhz"):
+            clock = getattr(self, name)
+            if clock is not None and self.boost_clock_mhz is not None and clock > self.boost_clock_mhz:
+                raise ValueError(f"{name} = {clock:g} is above boost_clock_mhz = {self.boost_clock_mhz:g}; a power "
+                                 "limit only lowers the clock")
+        if self.sustained_simt_clock_mhz is not None and self.sustained_tensor_clock_mhz is None:
+            raise ValueError("sustained_simt_clock_mhz is given but sustained_tensor_clock_mhz is not")
         keys = {s.key for s in self.sources}
         if len(keys) != len(self.sources):
             raise ValueError("two sources share one key")
@@ -253,7 +260,8 @@ class Hardware(BaseModel):
 
 _NUMERIC_FIELDS = (
     "memory_gb", "memory_bandwidth_gb_s", "l2_cache_mb", "compute_units", "boost_clock_mhz",
-    "sustained_clock_mhz", "burst_clock_mhz", "sustained_tensor_clock_mhz", "tdp_w", "memory_clock_mhz", "pcie_gen", "pcie_lanes", "peer_link_bandwidth_gb_s", "price_usd", "launch_date",
+    "sustained_clock_mhz", "burst_clock_mhz", "sustained_tensor_clock_mhz",
+    "sustained_simt_clock_mhz", "tdp_w", "memory_clock_mhz", "pcie_gen", "pcie_lanes", "peer_link_bandwidth_gb_s", "price_usd", "launch_date",
 )
 
 _ALIAS_NORMALISE = re.compile(r"[\s_\-]+")

@@ -1,24 +1,27 @@
-"""The clock a power-limited card runs each operator at: compute-bound work throttles, light work does not.
+"""The clock a power-limited card runs each operator at: busy datapaths throttle, light work does not.
 
-A card such as the T4 (70 W) or L4 (72 W) cannot hold its rated boost clock under a sustained compute-bound
-load: the firmware lowers the clock until board power is back at the limit. Its catalog file gives the clock a
-published measurement shows under such a load (``sustained_tensor_clock_mhz``, ``f_t``) beside the rated boost
-(``boost_clock_mhz``, ``f_b``). Dynamic power is modelled as activity x f^n (``dynamic_power_clock_exponent``,
-n = 3: a*C*V^2*f with V ~ f); the static and memory-interface power is taken as the same for every operator,
-so the dynamic budget is what a fully busy SM array burns at ``f_t``:
+A card such as the T4 (70 W) cannot hold its rated boost clock under a sustained compute-bound load: the firmware
+lowers the clock until board power is back at the limit. Its catalog file gives the clock a published
+measurement shows under a large GEMM at the limit (``sustained_tensor_clock_mhz``; for a large FP32 GEMM on the
+CUDA cores ``sustained_simt_clock_mhz`` where it differs), beside the rated boost (``boost_clock_mhz``, f_b).
+Dynamic power is modelled as activity x f^n (``dynamic_power_clock_exponent``, n = 3: a*C*V^2*f with V ~ f),
+activity being the share of its datapath's peak operation rate an operator keeps busy; static and
+memory-interface power are taken as the same for every operator. The reference load of a datapath, a large GEMM
+at the card's large-GEMM fraction e_t of its peak at clock f_t, sets the budget: e_t x f_t^n.
 
-    D = P(u = 1, f_t),  P(u, f) = D x u x (f / f_t)^n,
+An operator that reaches the share e of its datapath's peak when compute-bound (its compute time c at boost,
+memory time m, rho = c / m) has activity e while compute-bound and e x rho x f_b / f while memory-bound at clock f.
+Setting activity x f^n = e_t x f_t^n:
 
-where u is the share of the operator's time its compute units are busy. At clock f an operator with compute time
-c (at boost) and memory time m has u = min(1, c x f_b / f / m). Setting P = D:
+- compute-bound: f = f_t x (e_t / e)^(1/n)   (a large GEMM: f_t; a kernel at a third of the peak: higher);
+- memory-bound:  f = (e_t x f_t^n / (e x rho x f_b))^(1/(n-1));
 
-- compute-bound at f_t (c x f_b / f_t >= m): f = f_t;
-- otherwise f = (f_t^n / (rho x f_b))^(1 / (n - 1)) with rho = c / m, capped at f_b: a memory-bound operator
-  whose compute is under (f_t / f_b)^n of its memory time runs at the full boost clock.
+the first where the operator is still compute-bound at that clock (rho x f_b >= f), else the second; never above
+f_b. Both meet where rho x f_b = f.
 
-Why it holds on a card nobody here measured: the only per-card input is the clock under a compute-bound load at
-the card's own limit (a measurement, in the card's file); the rest is the shape of CMOS power. A calibrated card
-(``tops-advisor probe``) keeps its measured rates instead.
+Why it holds on a card nobody here measured: the only per-card inputs are the clocks under a large GEMM at the
+card's own limit (measurements, in the card's file); the rest is the shape of CMOS power and the roofline's own
+rates. A calibrated card (``tops-advisor probe``) keeps its measured rates instead.
 """
 
 from __future__ import annotations
@@ -29,35 +32,39 @@ from ..catalog import Hardware
 from .defaults import RooflineDefaults
 
 
-def operator_clock_mhz(compute_s: np.ndarray, memory_s: np.ndarray, hw: Hardware,
+def operator_clock_mhz(compute_s: np.ndarray, memory_s: np.ndarray, efficiency: np.ndarray,
+                       reference_mhz: np.ndarray, reference_efficiency: np.ndarray, hw: Hardware,
                        d: RooflineDefaults) -> np.ndarray:
-    """Each operator's clock on ``hw`` (MHz), from its compute time at the rated boost clock and its memory time;
-    the boost clock everywhere on a card that is not power-limited."""
+    """Each operator's clock on ``hw`` (MHz) from its compute time at the rated boost clock, its memory time, the
+    share of its datapath's peak it reaches (``efficiency``) and its datapath's reference load (the clock under
+    a large GEMM at the limit and that GEMM's share of the peak); the boost clock on a card without a limit."""
     compute_s = np.asarray(compute_s, dtype=np.float64)
+    f_b = float(hw.boost_clock_mhz or 0.0)
     if not hw.power_limited:
-        return np.full(compute_s.shape, float(hw.boost_clock_mhz or 0.0))
-    f_b, f_t = float(hw.boost_clock_mhz), float(hw.sustained_tensor_clock_mhz)
+        return np.full(compute_s.shape, f_b)
     n = d.dynamic_power_clock_exponent.value
+    f_t, e_t = np.asarray(reference_mhz, dtype=np.float64), np.asarray(reference_efficiency, dtype=np.float64)
+    e = np.clip(np.asarray(efficiency, dtype=np.float64), 1e-9, 1.0)
     memory_s = np.asarray(memory_s, dtype=np.float64)
     rho = np.divide(compute_s, memory_s, out=np.full(compute_s.shape, np.inf), where=memory_s > 0)
-    bound = rho * f_b >= f_t                       # compute-bound even at the sustained clock
-    light = np.divide(f_t ** n, rho * f_b, out=np.full(compute_s.shape, np.inf), where=rho > 0)
-    clock = np.minimum(f_b, light ** (1.0 / (n - 1.0)))
-    return np.where(compute_s <= 0, f_b, np.where(bound, f_t, clock))
+    busy = f_t * (e_t / e) ** (1.0 / n)
+    light = np.divide(e_t * f_t ** n, e * rho * f_b, out=np.full(compute_s.shape, np.inf), where=rho > 0)
+    clock = np.where(rho * f_b >= busy, busy, light ** (1.0 / (n - 1.0)))
+    return np.where(compute_s <= 0, f_b, np.minimum(f_b, clock))
 
 
-def compute_slowdown(compute_s: np.ndarray, memory_s: np.ndarray, hw: Hardware,
-                     d: RooflineDefaults) -> np.ndarray:
-    """How much longer each operator's compute takes than at the rated boost clock (boost / operator clock;
-    1 on a card that is not power-limited)."""
-    if not hw.power_limited:
-        return np.ones(np.shape(compute_s))
-    return float(hw.boost_clock_mhz) / operator_clock_mhz(compute_s, memory_s, hw, d)
+def reference_clocks_mhz(simt: np.ndarray, hw: Hardware) -> np.ndarray:
+    """Per operator, its datapath's clock under a large GEMM at the limit: the SIMT one for CUDA-core work
+    (``simt``) where the card gives one, else the tensor one."""
+    tensor = float(hw.sustained_tensor_clock_mhz)
+    return np.where(simt, float(hw.sustained_simt_clock_mhz or tensor), tensor)
 
 
 def power_limit_note(hw: Hardware) -> str:
     """The assumption line of a power-limited card."""
-    return (f"power limit {hw.tdp_w:g} W: compute-bound operators at the sustained "
-            f"{hw.sustained_tensor_clock_mhz:g} MHz (rated boost {hw.boost_clock_mhz:g} MHz; "
-            f"{hw.citation('sustained_tensor_clock_mhz')}), lighter ones between it and boost "
+    simt = (f", a large CUDA-core FP32 GEMM at {hw.sustained_simt_clock_mhz:g} MHz"
+            if hw.sustained_simt_clock_mhz else "")
+    return (f"power limit {hw.tdp_w:g} W: a large tensor-core GEMM at the sustained "
+            f"{hw.sustained_tensor_clock_mhz:g} MHz{simt} (rated boost {hw.boost_clock_mhz:g} MHz; "
+            f"{hw.citation('sustained_tensor_clock_mhz')}); lighter operators between that and boost "
             "(roofline/power_limit.py)")
