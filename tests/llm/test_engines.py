@@ -85,3 +85,37 @@ def test_kernels_option_names_a_layout_or_an_engine():
         parse_kernels("tensorrt-llm")
     with pytest.raises(InputError, match="no weight format"):
         parse_kernels("llama.cpp:Q3_K_S")
+
+
+def test_one_row_products_stream_hbm_at_the_engines_matvec_share():
+    from tops_advisor.llm.engines import engine_workload
+    from tops_advisor.workload import GemmShape, OpRecord, Workload
+
+    def linear(rows):  # 1000 x 1000 F16 weights: 2 MB
+        return OpRecord("aten.mm", "matmul", "l", 2e6 * rows, rows * 2e3 + 2e6, rows * 2e3, 2e6, "fp16", 1,
+                        GemmShape(rows, 1000, 1000))
+    attention = OpRecord("attn", "attention", "a", 2e6, 2e6, 2e3, 0.0, "fp16", 1)   # no parameters: untouched
+    llama = get_engine("llama.cpp")
+    share = llama.matvec_bandwidth["HBM"]
+    assert share == pytest.approx(1 / 1.33)   # PR #9816: the vectorised kernel is 1.33x faster on an H100 SXM
+    w = Workload("w", 1, "fp16", (linear(1), linear(8), attention))
+    one, eight, attn = engine_workload(llama, w, "fp16", "HBM").ops
+    assert one.bytes_read == pytest.approx(1 * 2e3 + 2e6 * 1.33)        # the weights take 1.33x as long
+    assert eight == linear(8) and attn == attention                     # more rows, or no weights: unchanged
+    assert engine_workload(llama, w, "fp16", "GDDR").ops == w.ops       # GDDR: the copy rate
+    assert engine_workload(get_engine("gpt-fast"), w, "bf16", "HBM").ops == w.ops   # no such rule
+
+
+def test_the_matvec_share_reaches_the_predictor_through_the_cards_memory():
+    from tops_advisor.llm.engines import engine_predictor
+    from tops_advisor.workload import GemmShape, OpRecord, Workload
+
+    # a 1-row product over 1 GB of F16 weights: memory-bound on both cards
+    op = OpRecord("aten.mm", "matmul", "l", 1e9, 2e3 + 1e9, 2e3, 1e9, "fp16", 1, GemmShape(1, 500_000, 1000))
+    w = Workload("w", 1, "fp16", (op,))
+    llama = get_engine("llama.cpp")
+    for memory, slower in (("HBM3", 1.33), ("GDDR6", 1.0)):
+        hw = make_hardware(memory_type=memory)
+        plain = device_perf(hw)
+        [p] = engine_predictor(llama, hw)(w, hw, None, "graph").ops
+        assert p.memory_s == pytest.approx((2e3 + 1e9 * slower + 2e3) / plain.bandwidth_bytes_per_s, rel=1e-6)

@@ -70,6 +70,15 @@ class Hardware(BaseModel):
         default=None, description="GPU clock a published measurement shows the card holding under a full load "
                                   "at its power limit, MHz (GeForce GPU Boost runs above the rated boost clock); "
                                   "the datasheet peaks are at boost_clock_mhz, so compute rates scale by the ratio.")
+    sustained_tensor_clock_mhz: PositiveFloat | None = Field(
+        default=None, description="GPU clock a power-limited card holds under a sustained compute-bound (tensor-core "
+                                  "GEMM) load at its board power limit, MHz; at most boost_clock_mhz. The roofline "
+                                  "runs compute-bound operators at this clock and lighter ones between it and boost "
+                                  "(roofline/power_limit.py). Absent: the card holds its rated clocks.")
+    sustained_simt_clock_mhz: PositiveFloat | None = Field(
+        default=None, description="The same for a sustained large FP32 GEMM on the CUDA cores (SIMT), MHz, where it "
+                                  "differs: CUDA-core FP32 work draws its own power per operation. Needs "
+                                  "sustained_tensor_clock_mhz; absent: SIMT work takes that clock.")
     burst_clock_mhz: PositiveFloat | None = Field(
         default=None, description="Highest GPU clock a published measurement shows under load, MHz: where GPU "
                                   "Boost runs a load too short to reach the power limit (a benchmark of a second "
@@ -130,10 +139,17 @@ class Hardware(BaseModel):
                 raise ValueError(f"sparse_tops.{p} is given but dense_tops.{p} is not")
             if sparse < dense:
                 raise ValueError(f"sparse_tops.{p} = {sparse} is below dense_tops.{p} = {dense}; sparse >= dense")
-        for name in ("sustained_clock_mhz", "burst_clock_mhz"):
+        for name in ("sustained_clock_mhz", "burst_clock_mhz", "sustained_tensor_clock_mhz"):
             if getattr(self, name) is not None and self.boost_clock_mhz is None:
                 raise ValueError(f"{name} is given but boost_clock_mhz is not: the datasheet peaks are scaled "
                                  "by that clock / boost")
+        for name in ("sustained_tensor_clock_mhz", "sustained_simt_clock_mhz"):
+            clock = getattr(self, name)
+            if clock is not None and self.boost_clock_mhz is not None and clock > self.boost_clock_mhz:
+                raise ValueError(f"{name} = {clock:g} is above boost_clock_mhz = {self.boost_clock_mhz:g}; a power "
+                                 "limit only lowers the clock")
+        if self.sustained_simt_clock_mhz is not None and self.sustained_tensor_clock_mhz is None:
+            raise ValueError("sustained_simt_clock_mhz is given but sustained_tensor_clock_mhz is not")
         keys = {s.key for s in self.sources}
         if len(keys) != len(self.sources):
             raise ValueError("two sources share one key")
@@ -181,6 +197,13 @@ class Hardware(BaseModel):
         if self.sustained_clock_mhz is None or self.boost_clock_mhz is None:
             return 1.0
         return self.sustained_clock_mhz / self.boost_clock_mhz
+
+    @property
+    def power_limited(self) -> bool:
+        """True where a sustained compute-bound load holds the card below its rated boost clock
+        (``sustained_tensor_clock_mhz`` below ``boost_clock_mhz``)."""
+        return (self.sustained_tensor_clock_mhz is not None and self.boost_clock_mhz is not None
+                and self.sustained_tensor_clock_mhz < self.boost_clock_mhz)
 
     def at_burst_clock(self) -> Hardware:
         """This card running a short load at its burst clock (itself when it has none): the clock-derived
@@ -237,7 +260,8 @@ class Hardware(BaseModel):
 
 _NUMERIC_FIELDS = (
     "memory_gb", "memory_bandwidth_gb_s", "l2_cache_mb", "compute_units", "boost_clock_mhz",
-    "sustained_clock_mhz", "burst_clock_mhz", "tdp_w", "memory_clock_mhz", "pcie_gen", "pcie_lanes", "peer_link_bandwidth_gb_s", "price_usd", "launch_date",
+    "sustained_clock_mhz", "burst_clock_mhz", "sustained_tensor_clock_mhz",
+    "sustained_simt_clock_mhz", "tdp_w", "memory_clock_mhz", "pcie_gen", "pcie_lanes", "peer_link_bandwidth_gb_s", "price_usd", "launch_date",
 )
 
 _ALIAS_NORMALISE = re.compile(r"[\s_\-]+")

@@ -15,6 +15,9 @@ An engine profile changes only what its source code or documentation defines, an
   that reads them (None: quantized kernels throughout);
 - ``quantized_bandwidth``: per weight dtype, the share of the 16-bit weight-streaming rate that the engine's
   weight-only quantized kernels reach (their packed weights take 1 / share as long to stream);
+- ``matvec_bandwidth``: per memory family ('HBM', 'GDDR', 'LPDDR'), the share of the card's large-copy
+  bandwidth that the engine's one-row matrix-vector kernels (decode at batch 1) stream their weights at (their
+  weights take 1 / share as long; absent: the copy rate);
 - ``layout``: the LLM builder's kernel layout the engine runs (``torch`` unfused, ``fused``).
 
 Nothing here is fitted to measurements: docs/published.md scores the profiles against published runs.
@@ -38,6 +41,7 @@ class EngineProfile:
     decode_attention_rows: float | None = None
     dequantize_above_rows: int | None = None
     quantized_bandwidth: dict[str, float] = field(default_factory=dict)
+    matvec_bandwidth: dict[str, float] = field(default_factory=dict)   # memory family -> share of the copy rate
     layout: str = "torch"
     default_format: dict[str, str] = field(default_factory=dict)  # weight dtype -> format when none is named
     sources: tuple[str, ...] = ()
@@ -51,9 +55,11 @@ ENGINES: dict[str, EngineProfile] = {
         assumes="llama.cpp CUDA builds before 2024-06-24 (LLAMA_CUBLAS; PR #8075 then made MMQ the default): "
                 "GGUF block formats; F16 GEMMs with FP16 accumulation; quantized products over more than 32 rows "
                 "dequantize to F16 for cuBLAS; decode attention as matrix-vector products over the KV cache "
-                "(no query-row padding); no CUDA graphs (launch cost not modelled)",
+                "(no query-row padding); one-row (decode) products in one-warp-per-row mat-vec kernels that stream "
+                "HBM at 1 / 1.33 of the copy rate (GDDR: the copy rate); no CUDA graphs (launch cost not modelled)",
         weight_bits={"Q4_0": 4.5, "Q4_K_M": 4.9, "Q8_0": 8.5, "F16": 16.0},
         fp16_accumulate=True, decode_attention_rows=1.0, dequantize_above_rows=32,
+        matvec_bandwidth={"HBM": 1.0 / 1.33},
         default_format={"int4": "Q4_0", "int8": "Q8_0", "fp16": "F16", "bf16": "F16"},
         sources=("ggml/src/ggml-common.h: block_q4_0 = one fp16 scale + 16 bytes of nibbles per 32 weights "
                  "(18 B / 32 = 4.5 bits); block_q8_0 = fp16 scale + 32 int8 (34 B / 32 = 8.5 bits)",
@@ -64,7 +70,17 @@ ENGINES: dict[str, EngineProfile] = {
                  "ggml-cuda.cu of the LLAMA_CUBLAS builds ('CUDA_USE_TENSOR_CORES: yes'): '#define "
                  "MMQ_MAX_BATCH_SIZE 32 // max batch size to use MMQ kernels when tensor cores are available'; "
                  "larger quantized products convert the weights to F16 (to_fp16_cuda) and call cuBLAS, until "
-                 "commit a818f3028 (PR #8075, 2024-06-24) made MMQ the default")),
+                 "commit a818f3028 (PR #8075, 2024-06-24) made MMQ the default",
+                 "ggml-cuda.cu at a7aee47b9 (2023-12-18) and 44ca159fa (2024-03): a one-row F16 product "
+                 "(src1->ne[1] == 1) runs dequantize_mul_mat_vec<1, 1, convert_f16> (dmmv), one 32-thread block "
+                 "(one warp) per weight row, each thread loading its two halves with two 2-byte loads and "
+                 "multiplying FP32 activations (GGML_CUDA_F16 off by default); quantized one-row products run "
+                 "mul_mat_vec_q, also one warp per row. matvec_bandwidth['HBM'] = 1 / 1.33: PR #9816 "
+                 "(commit 13dca2a54, 2024-10-14) replaced those loads with one 4-byte half2 load, 'a 1.33X' "
+                 "MMV kernel speedup on an H100 SXM 80GB HBM3 and 'slight (1.01X)' on GDDR GPUs (issue #9817: "
+                 "the mat-vec kernels' memory throughput 'is already a high percentage of peak on GDDR GPUs', "
+                 "with 'large room for improvement on HBM GPUs'); the vectorised kernel is taken to reach the "
+                 "copy rate, so the older kernels reach 1 / 1.33 of it on HBM and the copy rate on GDDR")),
     "gpt-fast": EngineProfile(
         name="gpt-fast",
         assumes="pytorch-labs/gpt-fast: torch.compile with CUDA graphs, so fused elementwise kernels around a "
@@ -154,12 +170,19 @@ def _quantized_weights(op) -> float:
     return weights if weights and 0 < op.param_bytes < 2.0 * weights * 0.995 else 0.0
 
 
-def engine_workload(profile: EngineProfile, workload, weight_dtype: str = ""):
+def _one_row_weights(op) -> bool:
+    """A matrix product of one activation row with parameters: what an engine's mat-vec kernel runs."""
+    return op.kind == "matmul" and op.gemm is not None and op.gemm.m == 1 and op.param_bytes > 0
+
+
+def engine_workload(profile: EngineProfile, workload, weight_dtype: str = "", memory: str = ""):
     """``workload`` as the engine runs it: quantized matrix products over more than ``dequantize_above_rows``
     rows get a dequantize kernel before them (reads the packed weights, writes FP16) and read FP16 weights;
     the others stream their packed weights at ``quantized_bandwidth[weight_dtype]`` of the 16-bit rate
-    (counted as 1 / share as many bytes)."""
+    (counted as 1 / share as many bytes). One-row products on a card of memory family ``memory`` stream their
+    weights at ``matvec_bandwidth[memory]`` of the copy rate (1 / share as many weight bytes)."""
     limit, share = profile.dequantize_above_rows, profile.quantized_bandwidth.get(weight_dtype)
+    matvec = profile.matvec_bandwidth.get(memory)
     ops = []
     for op in workload.ops:
         weights = _quantized_weights(op)
@@ -170,6 +193,8 @@ def engine_workload(profile: EngineProfile, workload, weight_dtype: str = ""):
             op = replace(op, bytes_read=op.bytes_read - op.param_bytes + 2.0 * weights, param_bytes=2.0 * weights)
         elif weights and share:
             op = replace(op, bytes_read=op.bytes_read + op.param_bytes * (1.0 / share - 1.0))
+        if matvec and _one_row_weights(op):
+            op = replace(op, bytes_read=op.bytes_read + op.param_bytes * (1.0 / matvec - 1.0))
         ops.append(op)
     return replace(workload, ops=tuple(ops))
 
@@ -180,11 +205,13 @@ def engine_predictor(profile: EngineProfile, hardware, calibration=None, calibra
     ``weight_dtype`` picks the quantized kernels' bandwidth share. Pass ``layout=profile.layout`` to
     ``analyze_llm`` as well."""
     from ..roofline import device_perf, predict
+    from ..roofline.device import memory_family
 
     perf = engine_perf(profile, device_perf(hardware, calibration, calibration_source))
 
     def _predict(workload, hw, cal, mode):
-        return predict(engine_workload(profile, workload, weight_dtype), hw, cal, mode,
+        w = engine_workload(profile, workload, weight_dtype, memory_family(hw.memory_type))
+        return predict(w, hw, cal, mode,
                        perf=perf if hw is hardware else engine_perf(profile, device_perf(hw, cal)))
 
     return _predict

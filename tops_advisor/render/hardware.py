@@ -131,7 +131,9 @@ def _price(p: DevicePrice | None) -> str:
 _SHOW_FIELDS: tuple[tuple[str, str], ...] = (
     ("vendor", ""), ("architecture", ""), ("segment", ""), ("form_factor", ""), ("launch_date", ""),
     ("memory_gb", "GB"), ("memory_type", ""), ("memory_bandwidth_gb_s", "GB/s"), ("l2_cache_mb", "MB"),
-    ("compute_units", ""), ("boost_clock_mhz", "MHz"), ("tdp_w", "W"), ("memory_clock_mhz", "MHz"),
+    ("compute_units", ""), ("boost_clock_mhz", "MHz"), ("sustained_clock_mhz", "MHz"), ("burst_clock_mhz", "MHz"),
+    ("sustained_tensor_clock_mhz", "MHz"), ("sustained_simt_clock_mhz", "MHz"), ("tdp_w", "W"),
+    ("memory_clock_mhz", "MHz"),
     ("power_mode", ""),
     ("host_interface", ""), ("pcie_gen", ""), ("pcie_lanes", ""), ("peer_link", ""),
     ("peer_link_bandwidth_gb_s", "GB/s"), ("price_usd", "USD"), ("price_date", ""), ("price_note", ""),

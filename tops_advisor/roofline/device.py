@@ -13,6 +13,7 @@ import numpy as np
 from ..calibration import Calibration
 from ..catalog import Hardware
 from .defaults import DEFAULTS, RooflineDefaults
+from .power_limit import power_limit_note
 
 
 @dataclass(frozen=True)
@@ -88,10 +89,11 @@ def bandwidth_fraction(hw: Hardware, d: RooflineDefaults):
     for architecture, prefix, value in d.bandwidth_fraction_rules.value:
         if (architecture is None or architecture == hw.architecture) and memory.startswith(prefix.upper()):
             return value
-    return d.bandwidth_fraction.value[_memory_family(hw.memory_type)]
+    return d.bandwidth_fraction.value[memory_family(hw.memory_type)]
 
 
-def _memory_family(memory_type: str) -> str:
+def memory_family(memory_type: str) -> str:
+    """'HBM', 'LPDDR' or 'GDDR' (every other memory type)."""
     t = memory_type.upper()
     if "HBM" in t:
         return "HBM"
@@ -201,6 +203,8 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
     r = _calibrated_rates(hw, calibration, d) if calibration is not None else _datasheet_rates(hw, d)
     if hw.power_modes:
         r.notes.append(power_mode_note(hw))
+    if hw.power_limited and calibration is None:
+        r.notes.append(power_limit_note(hw))
     if not hw.compute_units:
         r.notes.append(f"compute units not in the catalog: {d.compute_units_unknown.value:.0f} "
                        f"({d.compute_units_unknown.source})")

@@ -20,9 +20,9 @@ from ..kinds import Bound, Lowering, Mode, OpKind
 from ..tensorrt import TENSORRT
 from ..units import BYTES_PER_ELEMENT
 from ..workload import Workload
-from . import rates
+from . import power_limit, rates
 from .arrays import OpArrays, op_arrays
-from .device import DevicePerf, device_perf
+from .device import DevicePerf, device_perf, matmul_fraction, precision_fraction
 
 MODES: tuple[Mode, ...] = tuple(Mode)   # ``Mode`` and ``MODES`` stay importable from here
 # ``compiled`` predicts the kernels torch.compile runs (a workload counted with the inductor lowering),
@@ -188,6 +188,23 @@ class _DeviceTimes:
         return np.where(self.floor > self.work, 2, np.where(self.compute >= self.memory, 0, 1))
 
 
+def _power_limit_slowdown(rate: np.ndarray, precision: np.ndarray, compute: np.ndarray, memory: np.ndarray,
+                          perf: DevicePerf) -> np.ndarray:
+    """Boost / the operator's clock on a power-limited card (``power_limit``): each operator's activity is its
+    rate over its datapath's datasheet peak (vector units and SIMT GEMMs: the FP32 peak), its reference load a
+    large GEMM of its datapath at the card's fraction of that peak."""
+    hw, d = perf.hardware, perf.defaults
+    simt = np.isin(precision, ("vector", *rates.SIMT_PRECISIONS))
+    peak_key = np.where(simt, "fp32", precision)
+    tops = np.array([hw.dense_tops.get(p, hw.dense_tops["fp32"]) for p in peak_key])
+    efficiency = rate / (tops * 1e12 * hw.clock_scale)
+    fractions = {p: precision_fraction(hw, p, d).value for p in set(peak_key) if p in hw.dense_tops}
+    reference = np.array([fractions.get(p, matmul_fraction(hw, d).value) for p in peak_key])
+    clocks = power_limit.operator_clock_mhz(compute, memory, efficiency, power_limit.reference_clocks_mhz(simt, hw),
+                                            reference, hw, d)
+    return float(hw.boost_clock_mhz) / clocks
+
+
 def device_times(a: OpArrays, perf: DevicePerf, tf32_matmul: bool = False) -> _DeviceTimes:
     """Each operator on the device: max(compute, memory) + its floor + the gap after each kernel."""
     cls = rates.op_classes(a, perf.defaults)
@@ -198,6 +215,8 @@ def device_times(a: OpArrays, perf: DevicePerf, tf32_matmul: bool = False) -> _D
     memory = np.maximum(memory, rates.batch_norm_rows_s(a, perf))   # a channel per block, or the bytes
     if perf.gemm_samples:
         compute, memory = _gemm_sample_correction(a, perf, precision, compute, memory)
+    if perf.hardware.power_limited and not perf.calibrated:   # a probe's measured rates already hold the clock
+        compute = compute * _power_limit_slowdown(rate, precision, compute, memory, perf)
     return _DeviceTimes(precision, compute, memory, rates.floors(a, cls, perf), a.kernels * perf.kernel_gap_s)
 
 

@@ -108,6 +108,12 @@ class DeviceDefaults:
     # Fraction of the dense FP32 (non-tensor) rate that vector work (elementwise, norms) reaches when it is
     # compute-bound; it almost never is.
     vector_fraction: Default[float] = Default(0.70, "assumed")
+    # How a power-limited card's dynamic power grows with its clock (roofline/power_limit.py): P = a C V^2 f,
+    # and across the boost range of a DVFS table the voltage rises about in proportion to the clock, so P ~ f^3.
+    dynamic_power_clock_exponent: Default[float] = Default(
+        3.0, "CMOS dynamic power a*C*V^2*f with V roughly proportional to f over the DVFS boost range (e.g. "
+             "AMD/NVIDIA V/f curves; Kim et al., 'Power Capping of GPUs', the f*V^2 model); an assumption, not "
+             "fitted: a card whose voltage sits at its floor would follow f^1")
     # Compute units (SMs/CUs) when the catalog does not list them: only wave quantisation depends on it.
     compute_units_unknown: Default[float] = Default(100, "assumed: the order of a data-centre GPU (A100 108 SMs, "
                                                   "H100 SXM 132); only wave quantisation depends on it")
