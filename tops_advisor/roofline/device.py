@@ -13,6 +13,7 @@ import numpy as np
 from ..calibration import Calibration
 from ..catalog import Hardware
 from .defaults import DEFAULTS, RooflineDefaults
+from .l2 import l2_capacity_bytes
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class DevicePerf:
     gemm_samples: dict[str, tuple] = field(default_factory=dict)
     assumptions: tuple[str, ...] = field(default_factory=tuple)
     defaults: RooflineDefaults = DEFAULTS  # the per-operator factors the predictor applies on this device
+    l2_bytes: float = 0.0                  # usable L2 for reused activations (0: no L2 reuse; roofline/l2.py)
+    l2_bandwidth_bytes_per_s: float = 0.0  # read bandwidth of data the L2 holds
 
     @property
     def compute_units(self) -> int:
@@ -201,6 +204,10 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
     r = _calibrated_rates(hw, calibration, d) if calibration is not None else _datasheet_rates(hw, d)
     if hw.power_modes:
         r.notes.append(power_mode_note(hw))
+    l2_bytes = l2_capacity_bytes(hw, d)
+    if l2_bytes:
+        r.notes.append(f"L2 reuse: activations read within {l2_bytes / 1e6:.0f} MB of traffic of their write are "
+                       f"read at the L2's {hw.l2_bandwidth_gb_s:.0f} GB/s ({hw.citation('l2_bandwidth_gb_s')})")
     if not hw.compute_units:
         r.notes.append(f"compute units not in the catalog: {d.compute_units_unknown.value:.0f} "
                        f"({d.compute_units_unknown.source})")
@@ -211,4 +218,5 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
         kernel_gap_s=r.gap_s, eager_op_s=r.eager_s, eager_extra_kernel_s=d.eager_extra_kernel_s.value,
         eager_no_kernel_op_s=d.eager_no_kernel_op_s.value, calibrated=calibration is not None,
         calibration_source=calibration_source, assumptions=tuple(r.notes),
-        gemm_samples=gemm_samples(calibration, d) if calibration is not None else {}, defaults=d)
+        gemm_samples=gemm_samples(calibration, d) if calibration is not None else {}, defaults=d,
+        l2_bytes=l2_bytes, l2_bandwidth_bytes_per_s=(hw.l2_bandwidth_gb_s or 0.0) * 1e9)
