@@ -13,6 +13,8 @@ import numpy as np
 from ..calibration import Calibration
 from ..catalog import Hardware
 from .defaults import DEFAULTS, RooflineDefaults
+from .inflight import defaults_for as inflight_defaults
+from .inflight import inflight_scale
 from .l2 import l2_capacity_bytes
 
 
@@ -198,12 +200,15 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
     """Resolve attainable rates: measured where the calibration has them, ``defaults`` elsewhere. ``power_mode``
     (a module's nvpmodel mode, e.g. '15W'): the device at that mode's GPU clock, active SMs and memory clock
     (``Hardware.at_power_mode``); ``hw`` may also already be the device in a mode."""
-    d = defaults
     if power_mode is not None:
         hw = hw.at_power_mode(power_mode)
+    d = inflight_defaults(hw, defaults)
     r = _calibrated_rates(hw, calibration, d) if calibration is not None else _datasheet_rates(hw, d)
     if hw.power_modes:
         r.notes.append(power_mode_note(hw))
+    if d is not defaults:
+        r.notes.append(f"16-bit elementwise, copy, pooling and reduction kernels at the shares "
+                       f"{inflight_scale(hw, defaults):.1f}x the H200's bytes in flight per SM allow (roofline/inflight.py)")
     l2_bytes = l2_capacity_bytes(hw, d)
     if l2_bytes:
         r.notes.append(f"L2 reuse: activations read within {l2_bytes / 1e6:.0f} MB of traffic of their write are "
