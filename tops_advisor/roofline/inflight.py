@@ -11,7 +11,7 @@ that needs fewer bytes in flight per SM (``inflight_scale`` > 1: an RTX 4090 nee
 2.0 KB) lets the same kernels go further, up to that ceiling; one that needs more (a B200) holds them back:
 
     16-bit share = min(32-bit share, H200 16-bit share x scale)
-    32-bit share = min(32-bit share, 2 x H200 16-bit share x scale)
+    32-bit share = min(32-bit share, max(32-bit share, 2 x H200 16-bit share) x scale)
 
 On the H200 the scale is 1 and both are the measured shares. Kinds without a width split (norms, softmax,
 depthwise) keep their shares: the profiles do not show what limits them.
@@ -49,7 +49,7 @@ def dram_latency_s(hw: Hardware, d: RooflineDefaults) -> float | None:
 
 def width_shares(table: dict[str, dict[str, float]], scale: float) -> dict[str, dict[str, float]]:
     """The per-kind (16-bit, 32-bit) shares at ``scale`` (module docstring); the table itself at 1."""
-    return {kind: {HALF: min(w[FULL], w[HALF] * scale), FULL: min(w[FULL], 2.0 * w[HALF] * scale)}
+    return {kind: {HALF: min(w[FULL], w[HALF] * scale), FULL: min(w[FULL], max(w[FULL], 2.0 * w[HALF]) * scale)}
             for kind, w in table.items()}
 
 
