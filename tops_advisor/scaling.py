@@ -61,13 +61,15 @@ def _lerp_reuse(a: tuple[Reuse, ...], b: tuple[Reuse, ...], t: float) -> tuple[R
         return a
     return tuple(Reuse(bytes=max(_lerp(x.bytes, y.bytes, t), 0.0),
                        between_bytes=max(_lerp(x.between_bytes, y.between_bytes, t), 0.0),
-                       producer_bytes=max(_lerp(x.producer_bytes, y.producer_bytes, t), 0.0))
+                       producer_bytes=max(_lerp(x.producer_bytes, y.producer_bytes, t), 0.0),
+                       consumer_bytes=max(_lerp(x.consumer_bytes, y.consumer_bytes, t), 0.0))
                  for x, y in zip(a, b, strict=True))
 
 
 def _scaled_reuse(r: Reuse, ratio: float) -> Reuse:
     """A reused activation at another element size (its traffic scaled as the operator's own)."""
-    return Reuse(bytes=r.bytes * ratio, between_bytes=r.between_bytes * ratio, producer_bytes=r.producer_bytes * ratio)
+    return Reuse(bytes=r.bytes * ratio, between_bytes=r.between_bytes * ratio, producer_bytes=r.producer_bytes * ratio,
+                 consumer_bytes=r.consumer_bytes * ratio)
 
 
 FLOAT_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "fp64")

@@ -66,11 +66,13 @@ class GemmShape:
 class Reuse:
     """One activation an operator reads that an earlier operator of the same pass wrote, with what decides
     whether it is still in the device's L2 cache when it is read (``roofline/l2.py``): the traffic of the
-    operators in between and the producer's own. Bytes; hardware-independent (``counting/reuse.py``)."""
+    operators in between, the producer's and this operator's own (distinct bytes: an in-place write adds
+    none). Bytes; hardware-independent (``counting/reuse.py``)."""
 
     bytes: float            # the bytes of the value this operator reads
     between_bytes: float    # reads + writes of the operators after the producer and before this one
     producer_bytes: float   # reads + writes of the producer itself
+    consumer_bytes: float   # reads + writes of this operator (an in-place one's writes add none)
 
 
 @dataclass(frozen=True)

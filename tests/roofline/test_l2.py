@@ -61,7 +61,7 @@ def pair(size: float, between: float = 0.0) -> Workload:
     read of the ReLU output is a reuse with ``between`` bytes of traffic in between."""
     relu = OpRecord("aten.relu", "elementwise", "a", size / 2, size, size, dtype="fp32")
     add = OpRecord("aten.add", "elementwise", "b", size / 2, size, size, dtype="fp32",
-                   reuse=(Reuse(bytes=size, between_bytes=between, producer_bytes=2 * size),))
+                   reuse=(Reuse(bytes=size, between_bytes=between, producer_bytes=2 * size, consumer_bytes=2 * size),))
     return Workload("w", 1, "fp32", (relu, add))
 
 

@@ -36,7 +36,8 @@ other operators: window, stride and dilation 1, spatial and plane 0).
 
 Reused activations (``OpRecord.reuse``: an input an earlier operator wrote), the ``REUSE_SLOTS`` largest per
 operator, one column each (0 where an operator has fewer): ``reuse_bytes`` (the bytes it reads of it),
-``reuse_between`` (the traffic of the operators in between), ``reuse_producer`` (the producer's traffic).
+``reuse_between`` (the traffic of the operators in between), ``reuse_producer`` (the producer's traffic),
+``reuse_consumer`` (the operator's own, in distinct bytes).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class OpArrays:
     reuse_bytes: np.ndarray    # (ops, REUSE_SLOTS): bytes read of activations an earlier operator wrote
     reuse_between: np.ndarray  # (ops, REUSE_SLOTS): traffic between each one's producer and this operator
     reuse_producer: np.ndarray  # (ops, REUSE_SLOTS): each one's producer's own traffic
+    reuse_consumer: np.ndarray  # (ops, REUSE_SLOTS): this operator's own traffic (distinct bytes)
 
     @classmethod
     def of(cls, w: Workload) -> OpArrays:
@@ -150,7 +152,7 @@ _DTYPES = {"strided": bool, "internal": bool, "kind": np.int64}
 # Reused activations kept per operator (the largest by bytes): an elementwise add reads two, a concatenation
 # more, whose smaller inputs matter little.
 REUSE_SLOTS = 3
-REUSE_FIELDS = ("reuse_bytes", "reuse_between", "reuse_producer")
+REUSE_FIELDS = ("reuse_bytes", "reuse_between", "reuse_producer", "reuse_consumer")
 
 
 def _reuse_columns(ops: tuple[OpRecord, ...]) -> dict[str, np.ndarray]:
@@ -161,6 +163,7 @@ def _reuse_columns(ops: tuple[OpRecord, ...]) -> dict[str, np.ndarray]:
             out["reuse_bytes"][i, slot] = r.bytes
             out["reuse_between"][i, slot] = r.between_bytes
             out["reuse_producer"][i, slot] = r.producer_bytes
+            out["reuse_consumer"][i, slot] = r.consumer_bytes
     return out
 
 # The field each dimension of the counter's GemmShape (m, n, k, batch) lands in, by the operator's kind

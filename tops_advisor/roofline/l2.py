@@ -52,6 +52,5 @@ def l2_read_bytes(a: OpArrays, capacity: float) -> np.ndarray:
     """Per operator: the bytes it reads from the L2 (its reused activations' hit shares, at most its bytes)."""
     if capacity <= 0:
         return np.zeros(len(a))
-    consumer = a.bytes[:, None]
-    hits = a.reuse_bytes * l2_hit_share(a.reuse_between, a.reuse_producer, consumer, capacity)
+    hits = a.reuse_bytes * l2_hit_share(a.reuse_between, a.reuse_producer, a.reuse_consumer, capacity)
     return np.minimum(hits.sum(axis=1), a.bytes)
