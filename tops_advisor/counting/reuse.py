@@ -23,7 +23,8 @@ from .lowering import CountedOp
 
 def annotate_reuse(ops: Sequence[CountedOp]) -> list[CountedOp]:
     """``ops`` with ``OpRecord.reuse`` filled in from their dataflow (records without a flow keep none)."""
-    traffic = [c.record.bytes_read + c.record.bytes_written - (c.flow.inplace_bytes if c.flow else 0.0) for c in ops]
+    traffic = [max(c.record.bytes_read + c.record.bytes_written - (c.flow.inplace_bytes if c.flow else 0.0), 0.0)
+               for c in ops]
     before = [0.0]                       # before[i]: traffic of ops[:i]
     for t in traffic:
         before.append(before[-1] + t)
