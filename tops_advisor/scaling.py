@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from .errors import CountingError
 from .units import BYTES_PER_ELEMENT
-from .workload import Note, NoteKind, Workload
+from .workload import Note, NoteKind, Reuse, Workload
 
 
 def _lerp(v1: float, v2: float, t: float) -> float:
@@ -47,11 +47,29 @@ def batch_affine(w1: Workload, w2: Workload, batch: int) -> Workload:
                            k=_lerp_int(a.gemm.k, b.gemm.k, t), batch=_lerp_int(a.gemm.batch, b.gemm.batch, t))
         ops.append(replace(
             a, flops=max(_lerp(a.flops, b.flops, t), 0.0), bytes_read=max(_lerp(a.bytes_read, b.bytes_read, t), 0.0),
-            bytes_written=max(_lerp(a.bytes_written, b.bytes_written, t), 0.0), gemm=gemm))
+            bytes_written=max(_lerp(a.bytes_written, b.bytes_written, t), 0.0), gemm=gemm,
+            reuse=_lerp_reuse(a.reuse, b.reuse, t)))
     return replace(
         w1, batch=batch, ops=tuple(ops),
         input_bytes=max(_lerp(w1.input_bytes, w2.input_bytes, t), 0.0),
         activation_peak_bytes=max(_lerp(w1.activation_peak_bytes, w2.activation_peak_bytes, t), 0.0))
+
+
+def _lerp_reuse(a: tuple[Reuse, ...], b: tuple[Reuse, ...], t: float) -> tuple[Reuse, ...]:
+    """Each reused activation's bytes at the batch between (its traffic scales with the batch as the rest)."""
+    if len(a) != len(b):
+        return a
+    return tuple(Reuse(bytes=max(_lerp(x.bytes, y.bytes, t), 0.0),
+                       between_bytes=max(_lerp(x.between_bytes, y.between_bytes, t), 0.0),
+                       producer_bytes=max(_lerp(x.producer_bytes, y.producer_bytes, t), 0.0),
+                       consumer_bytes=max(_lerp(x.consumer_bytes, y.consumer_bytes, t), 0.0))
+                 for x, y in zip(a, b, strict=True))
+
+
+def _scaled_reuse(r: Reuse, ratio: float) -> Reuse:
+    """A reused activation at another element size (its traffic scaled as the operator's own)."""
+    return Reuse(bytes=r.bytes * ratio, between_bytes=r.between_bytes * ratio, producer_bytes=r.producer_bytes * ratio,
+                 consumer_bytes=r.consumer_bytes * ratio)
 
 
 FLOAT_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "fp64")
@@ -79,7 +97,8 @@ def retype(w: Workload, dtype: str) -> Workload:
         else:
             new_dtype = "fp16"
         ops.append(replace(op, dtype=new_dtype, bytes_read=op.bytes_read * ratio,
-                           bytes_written=op.bytes_written * ratio, param_bytes=op.param_bytes * ratio))
+                           bytes_written=op.bytes_written * ratio, param_bytes=op.param_bytes * ratio,
+                           reuse=tuple(_scaled_reuse(r, ratio) for r in op.reuse)))
     ratio_w = BYTES_PER_ELEMENT[dtype] / BYTES_PER_ELEMENT.get(w.dtype, 4)
     return replace(w, dtype=dtype, ops=tuple(ops), param_bytes=w.param_bytes * ratio_w,
                    activation_peak_bytes=w.activation_peak_bytes * ratio_w,

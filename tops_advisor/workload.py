@@ -63,6 +63,19 @@ class GemmShape:
 
 
 @dataclass(frozen=True)
+class Reuse:
+    """One activation an operator reads that an earlier operator of the same pass wrote, with what decides
+    whether it is still in the device's L2 cache when it is read (``roofline/l2.py``): the traffic of the
+    operators in between, the producer's and this operator's own (distinct bytes: an in-place write adds
+    none). Bytes; hardware-independent (``counting/reuse.py``)."""
+
+    bytes: float            # the bytes of the value this operator reads
+    between_bytes: float    # reads + writes of the operators after the producer and before this one
+    producer_bytes: float   # reads + writes of the producer itself
+    consumer_bytes: float   # reads + writes of this operator (an in-place one's writes add none)
+
+
+@dataclass(frozen=True)
 class OpRecord:
     """One operator call as counted: the unit of prediction."""
 
@@ -84,6 +97,7 @@ class OpRecord:
                               # parts of a backward convolution: CONV_DGRAD_FAMILY, ...); "" when the kind
                               # says enough
     phase: Phase = Phase.FORWARD  # the part of a step it belongs to (forward, backward, optimizer)
+    reuse: tuple[Reuse, ...] = ()  # activations it reads that an earlier operator wrote (eager lowering only)
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, OpKind):

@@ -63,6 +63,10 @@ class Hardware(BaseModel):
     memory_type: str
     memory_bandwidth_gb_s: PositiveFloat = Field(description="Peak DRAM bandwidth, GB/s (1e9 bytes/s).")
     l2_cache_mb: PositiveFloat | None = Field(default=None, description="Last-level on-chip cache, MB (2^20).")
+    l2_bandwidth_gb_s: PositiveFloat | None = Field(
+        default=None, description="Read bandwidth of a data set that fits the L2, GB/s (1e9 bytes/s), from a "
+                                  "published microbenchmark or derived from one of the same die; the L2 reuse "
+                                  "rule (roofline/l2.py) applies only to cards that give it.")
     compute_units: PositiveInt | None = Field(default=None, description="SMs (NVIDIA) or CUs (AMD).")
     compute_unit_name: Literal["SM", "CU"] = "SM"
     boost_clock_mhz: PositiveFloat | None = None
@@ -259,7 +263,7 @@ class Hardware(BaseModel):
 
 
 _NUMERIC_FIELDS = (
-    "memory_gb", "memory_bandwidth_gb_s", "l2_cache_mb", "compute_units", "boost_clock_mhz",
+    "memory_gb", "memory_bandwidth_gb_s", "l2_cache_mb", "l2_bandwidth_gb_s", "compute_units", "boost_clock_mhz",
     "sustained_clock_mhz", "burst_clock_mhz", "sustained_tensor_clock_mhz",
     "sustained_simt_clock_mhz", "tdp_w", "memory_clock_mhz", "pcie_gen", "pcie_lanes", "peer_link_bandwidth_gb_s", "price_usd", "launch_date",
 )

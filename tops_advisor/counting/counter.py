@@ -38,6 +38,7 @@ from .lowering import lower
 from .model_file import ModelFile
 from .notes import BUILT_ON_CPU_NOTE, count_notes, source_notes
 from .precision import COUNT_DTYPES, NARROW, resolve_dtype
+from .reuse import annotate_reuse
 from .sources import ModelSource, load_model
 from .state import CountingRun
 from .tensors import flat_tensors, itemsize
@@ -90,7 +91,10 @@ def count_module(module: torch.nn.Module, inputs, dtype: str | None = None, *, n
     # dtype amp: an fp32 model under autocast (counting/amp.py)
     run = CountingRun("fp32" if dtype == AMP else dtype, tensors, strict, input_bytes, autocast=dtype == AMP)
     asked = run_forward(module, args, kwargs, run, on_meta, label, captured)
-    ops = lower(lowering, run.recorder.records)
+    records = run.recorder.records
+    if lowering == Lowering.PYTORCH_CUDA:   # which activations an L2 may still hold (roofline/l2.py)
+        records = annotate_reuse(records)
+    ops = lower(lowering, records)
 
     params = {id(p): p for p in module.parameters()}.values()
     unsupported = dict(sorted(run.recorder.unsupported.items()))

@@ -55,4 +55,5 @@ class FlowTracker:
             else:
                 reads.append(Value(self._id(t), t.numel(), float(t.numel() * t.element_size())))
         writes = tuple(Value(self._assign(t), t.numel(), float(t.numel() * t.element_size())) for t in outs)
-        return Flow(tuple(reads), writes, params, tuple(param_reads))
+        inplace = float(sum(t.numel() * t.element_size() for t in outs if id(t) in seen))
+        return Flow(tuple(reads), writes, params, tuple(param_reads), inplace)

@@ -33,6 +33,11 @@ thread, which loops over the batch and the channels.
 
 ``window``, ``spatial``, ``stride``, ``dilation`` and ``plane`` describe convolutions (neutral values for
 other operators: window, stride and dilation 1, spatial and plane 0).
+
+Reused activations (``OpRecord.reuse``: an input an earlier operator wrote), the ``REUSE_SLOTS`` largest per
+operator, one column each (0 where an operator has fewer): ``reuse_bytes`` (the bytes it reads of it),
+``reuse_between`` (the traffic of the operators in between), ``reuse_producer`` (the producer's traffic),
+``reuse_consumer`` (the operator's own, in distinct bytes).
 """
 
 from __future__ import annotations
@@ -74,6 +79,10 @@ class OpArrays:
     stride: np.ndarray         # convolutions: the largest spatial stride (1 otherwise)
     dilation: np.ndarray       # convolutions: the largest dilation (1 otherwise)
     plane: np.ndarray          # convolutions: output elements per image and channel, H_out*W_out (0: unknown)
+    reuse_bytes: np.ndarray    # (ops, REUSE_SLOTS): bytes read of activations an earlier operator wrote
+    reuse_between: np.ndarray  # (ops, REUSE_SLOTS): traffic between each one's producer and this operator
+    reuse_producer: np.ndarray  # (ops, REUSE_SLOTS): each one's producer's own traffic
+    reuse_consumer: np.ndarray  # (ops, REUSE_SLOTS): this operator's own traffic (distinct bytes)
 
     @classmethod
     def of(cls, w: Workload) -> OpArrays:
@@ -96,7 +105,7 @@ class OpArrays:
             family=np.array([o.family for o in ops]),
             **_split_shapes(ops, kind),
             window=shape("window", 1), spatial=shape("spatial_dims", 0), stride=shape("stride", 1),
-            dilation=shape("dilation", 1), plane=shape("plane", 0))
+            dilation=shape("dilation", 1), plane=shape("plane", 0), **_reuse_columns(ops))
 
     @classmethod
     def build(cls, kind: OpKind, dtype: str, **given: np.ndarray | list) -> OpArrays:
@@ -108,7 +117,9 @@ class OpArrays:
         for f in dataclasses.fields(cls):
             if f.name == "family":
                 continue
-            if f.name in given:
+            if f.name in REUSE_FIELDS:
+                values[f.name] = np.zeros((length, REUSE_SLOTS))
+            elif f.name in given:
                 values[f.name] = np.asarray(given[f.name], dtype=_DTYPES.get(f.name, np.float64))
             else:
                 values[f.name] = np.full(length, neutral.get(f.name, 0.0), dtype=np.float64)
@@ -137,6 +148,23 @@ class OpArrays:
 
 
 _DTYPES = {"strided": bool, "internal": bool, "kind": np.int64}
+
+# Reused activations kept per operator (the largest by bytes): an elementwise add reads two, a concatenation
+# more, whose smaller inputs matter little.
+REUSE_SLOTS = 3
+REUSE_FIELDS = ("reuse_bytes", "reuse_between", "reuse_producer", "reuse_consumer")
+
+
+def _reuse_columns(ops: tuple[OpRecord, ...]) -> dict[str, np.ndarray]:
+    """``OpRecord.reuse`` as (ops, REUSE_SLOTS) arrays, largest reads first, zeros where there is none."""
+    out = {name: np.zeros((len(ops), REUSE_SLOTS)) for name in REUSE_FIELDS}
+    for i, o in enumerate(ops):
+        for slot, r in enumerate(sorted(o.reuse, key=lambda r: -r.bytes)[:REUSE_SLOTS]):
+            out["reuse_bytes"][i, slot] = r.bytes
+            out["reuse_between"][i, slot] = r.between_bytes
+            out["reuse_producer"][i, slot] = r.producer_bytes
+            out["reuse_consumer"][i, slot] = r.consumer_bytes
+    return out
 
 # The field each dimension of the counter's GemmShape (m, n, k, batch) lands in, by the operator's kind
 # (None: not kept; kinds not listed keep no shape).

@@ -13,6 +13,9 @@ import numpy as np
 from ..calibration import Calibration
 from ..catalog import Hardware
 from .defaults import DEFAULTS, RooflineDefaults
+from .inflight import defaults_for as inflight_defaults
+from .inflight import inflight_scale
+from .l2 import l2_capacity_bytes
 from .power_limit import power_limit_note
 
 
@@ -36,6 +39,8 @@ class DevicePerf:
     gemm_samples: dict[str, tuple] = field(default_factory=dict)
     assumptions: tuple[str, ...] = field(default_factory=tuple)
     defaults: RooflineDefaults = DEFAULTS  # the per-operator factors the predictor applies on this device
+    l2_bytes: float = 0.0                  # usable L2 for reused activations (0: no L2 reuse; roofline/l2.py)
+    l2_bandwidth_bytes_per_s: float = 0.0  # read bandwidth of data the L2 holds
 
     @property
     def compute_units(self) -> int:
@@ -197,14 +202,22 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
     """Resolve attainable rates: measured where the calibration has them, ``defaults`` elsewhere. ``power_mode``
     (a module's nvpmodel mode, e.g. '15W'): the device at that mode's GPU clock, active SMs and memory clock
     (``Hardware.at_power_mode``); ``hw`` may also already be the device in a mode."""
-    d = defaults
     if power_mode is not None:
         hw = hw.at_power_mode(power_mode)
+    d = inflight_defaults(hw, defaults)
     r = _calibrated_rates(hw, calibration, d) if calibration is not None else _datasheet_rates(hw, d)
     if hw.power_modes:
         r.notes.append(power_mode_note(hw))
     if hw.power_limited and calibration is None:
         r.notes.append(power_limit_note(hw))
+    if d is not defaults:
+        r.notes.append(f"16-bit elementwise, copy, pooling and reduction kernels at the shares "
+                       f"{inflight_scale(hw, defaults):.1f}x the H200's bytes in flight per SM allow (roofline/inflight.py)")
+    l2_bytes = l2_capacity_bytes(hw, d)
+    if l2_bytes and abs(l2_bytes - d.l2_reference_bytes.value) > 1.0:   # the reference's reuse is in the shares
+        r.notes.append(f"L2 reuse beyond the H200's: activations read within {l2_bytes / 1e6:.0f} MB of traffic of "
+                       f"their write are read at the L2's {hw.l2_bandwidth_gb_s:.0f} GB/s (roofline/l2.py; "
+                       f"l2_bandwidth_gb_s in hardware_db/{hw.id}.toml)")
     if not hw.compute_units:
         r.notes.append(f"compute units not in the catalog: {d.compute_units_unknown.value:.0f} "
                        f"({d.compute_units_unknown.source})")
@@ -215,4 +228,5 @@ def device_perf(hw: Hardware, calibration: Calibration | None = None, calibratio
         kernel_gap_s=r.gap_s, eager_op_s=r.eager_s, eager_extra_kernel_s=d.eager_extra_kernel_s.value,
         eager_no_kernel_op_s=d.eager_no_kernel_op_s.value, calibrated=calibration is not None,
         calibration_source=calibration_source, assumptions=tuple(r.notes),
-        gemm_samples=gemm_samples(calibration, d) if calibration is not None else {}, defaults=d)
+        gemm_samples=gemm_samples(calibration, d) if calibration is not None else {}, defaults=d,
+        l2_bytes=l2_bytes, l2_bandwidth_bytes_per_s=(hw.l2_bandwidth_gb_s or 0.0) * 1e9)

@@ -23,6 +23,7 @@ from ..workload import Workload
 from . import power_limit, rates
 from .arrays import OpArrays, op_arrays
 from .device import DevicePerf, device_perf, matmul_fraction, precision_fraction
+from .l2 import l2_read_bytes
 
 MODES: tuple[Mode, ...] = tuple(Mode)   # ``Mode`` and ``MODES`` stay importable from here
 # ``compiled`` predicts the kernels torch.compile runs (a workload counted with the inductor lowering),
@@ -205,13 +206,24 @@ def _power_limit_slowdown(rate: np.ndarray, precision: np.ndarray, compute: np.n
     return float(hw.boost_clock_mhz) / clocks
 
 
+def _traffic_s(a: OpArrays, perf: DevicePerf, factors: np.ndarray) -> np.ndarray:
+    """Each operator's bytes at its share (``factors``) of the bandwidth, the shares measured on the reference
+    card with its L2; the reused bytes this card's L2 holds beyond the reference's (fewer: negative) move at
+    the L2's bandwidth instead of DRAM's (``l2.py``)."""
+    dram = perf.bandwidth_bytes_per_s * factors
+    if not perf.l2_bytes:
+        return a.bytes / dram
+    extra = l2_read_bytes(a, perf.l2_bytes) - l2_read_bytes(a, perf.defaults.l2_reference_bytes.value)
+    return a.bytes / dram + extra * (1.0 / (perf.l2_bandwidth_bytes_per_s * factors) - 1.0 / dram)
+
+
 def device_times(a: OpArrays, perf: DevicePerf, tf32_matmul: bool = False) -> _DeviceTimes:
     """Each operator on the device: max(compute, memory) + its floor + the gap after each kernel."""
     cls = rates.op_classes(a, perf.defaults)
     rate, precision = rates.compute_rates(a, cls, perf, tf32_matmul)
-    bandwidth = perf.bandwidth_bytes_per_s * rates.bandwidth_factors(a, cls, perf.defaults)
+    factors = rates.bandwidth_factors(a, cls, perf.defaults)
     compute = np.divide(a.flops, rate, out=np.zeros_like(rate), where=a.flops > 0)
-    memory = a.bytes / bandwidth + rates.layer_norm_rows_s(a, perf) + rates.group_norm_rows_s(a, perf)
+    memory = _traffic_s(a, perf, factors) + rates.layer_norm_rows_s(a, perf) + rates.group_norm_rows_s(a, perf)
     memory = np.maximum(memory, rates.batch_norm_rows_s(a, perf))   # a channel per block, or the bytes
     if perf.gemm_samples:
         compute, memory = _gemm_sample_correction(a, perf, precision, compute, memory)

@@ -53,6 +53,7 @@ class Flow:
     writes: tuple[Value, ...] = ()
     param_bytes: float = 0.0
     param_reads: tuple[int, ...] = ()   # ids of the parameters it reads (a weight read directly)
+    inplace_bytes: float = 0.0          # bytes it writes over an input it reads (an in-place op: relu_)
 
 
 class CountedOp(NamedTuple):

@@ -207,6 +207,30 @@ class DeviceDefaults:
     # A probed GEMM corrects the model's time by at most this factor either way (a bad sample cannot swamp it).
     gemm_sample_clip: Default[float] = Default(3.0, "assumed: a bad probe sample cannot swamp the model")
 
+    # --- L2 cache reuse (roofline/l2.py) ---------------------------------------------------------------
+    # How much of the datasheet L2 a streamed data set can use before reads fall to DRAM, per architecture.
+    # Measured with one microbenchmark on three dies: te42kyfo/gpu-benches, gpu-l2-cache (every SM reads one
+    # buffer of growing size), results at commit 3088b3337998d1d9fff53c7af665f587af83a178. The bandwidth stays
+    # on its L2 plateau up to: L40 (AD102, 96 MiB) 91,648 kB, 0.93 of the L2 (5,243 GB/s; 110,080 kB: 1,075,
+    # DRAM); H200 (60 MiB) 40,448 kB, 0.66 (9,666 GB/s; 48,128 kB: 7,542, falling to 3,888 from 69,632 kB);
+    # A100 80GB (40 MiB) 25,600-28,160 kB, 0.63-0.69 (5,376 / 5,170 GB/s; 30,720 kB: 4,000). GA100 and GH100
+    # split the L2 in two halves: a line an SM reads from the far half is copied into its near half, so a line
+    # read from both halves holds two slots (Jia et al., "Dissecting the Ampere GPU architecture through
+    # microbenchmarking", GTC 2021 S33322: 2 x 20 MB near/far partitions on A100); AD102's L2 is one pool.
+    # GB202 (RTX 5090) is a GeForce die like AD102 and takes Ada's share (not measured). Ampere here means
+    # GA100: GA102's 6 MB L2 has no l2_bandwidth_gb_s in the catalog, so the rule is off there. An
+    # architecture not listed gets no L2 reuse.
+    # The per-kind bandwidth shares (vector.py) were measured on the H200, whose L2 held part of what those
+    # operators read: they contain the H200's reuse. A card is priced for the reuse its L2 gives beyond (or short
+    # of) that: its L2 hits minus the hits the same operators get from the H200's usable L2 (roofline/l2.py).
+    l2_reference_bytes: Default[float] = Default(
+        60 * 2**20 * 0.66, "H200 SXM: 60 MiB L2 (hardware_db/h200-sxm.toml) x its usable share 0.66 "
+        "(l2_usable_share), the card the per-kind bandwidth shares were measured on")
+    l2_usable_share: Default[dict[str, float]] = table(
+        "te42kyfo/gpu-benches gpu-l2-cache at 3088b33: last data set on the L2 plateau / datasheet L2 (L40 "
+        "0.93, H200 0.66, A100 80GB 0.63-0.69); Blackwell (GB202) assumed as Ada", {
+            "Ada Lovelace": 0.93, "Blackwell": 0.93, "Hopper": 0.66, "Ampere": 0.66})
+
     # --- memory -------------------------------------------------------------------------------------------
     runtime_memory_bytes: Default[float] = Default(1e9, "assumed: CUDA context ~300-600 MB, cuBLAS/cuDNN workspaces "
                                                  "and allocator slack; one figure for models and LLMs")

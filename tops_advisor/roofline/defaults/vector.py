@@ -110,6 +110,28 @@ class VectorDefaults:
         "H200 profiles, operators moving > 8 MB, per kind and width", dict(
             elementwise=by_width(0.73, 0.91), copy=by_width(0.57, 0.69), pool=by_width(0.18, 0.36),
             reduction=by_width(0.39, 0.52)))
+    # Bytes in flight (roofline/inflight.py): the DRAM latency a dependent load sees, by (architecture, memory
+    # type prefix), from one pointer-chasing microbenchmark (te42kyfo/gpu-benches, gpu-latency / cuda-latency:
+    # one warp walks a buffer far larger than the L2): H100 PCIe (HBM2e) 658 cycles at 1755 MHz = 375 ns
+    # (gpu-latency/h100_pcie.txt at a7dc559), L40 (AD102, GDDR6) 632 cycles at 2490 MHz = 254 ns
+    # (gpu-latency/l40.txt at 5ff059f), A100 80GB (HBM2e) 571 cycles at 1410 MHz = 405 ns (cuda-latency/
+    # a100_80.txt at 2f91588), V100 PCIe (HBM2) 436 cycles at 1380 MHz = 316 ns (the repository's README).
+    # Hopper HBM is the H100's for every Hopper card (the H200 shares its GH100 die and memory controller
+    # family). Assumed, not measured: Blackwell GDDR7 (GB202) at Ada's GDDR figure; Ampere GDDR6X (GA102) and
+    # LPDDR5 (Orin) at GA100's. Where a card needs a quarter or less of the H200's bytes in flight (every
+    # GeForce card here) the result does not depend on the latency within 2x. Other cards (B200, Turing,
+    # AMD): no latency, the H200's shares unchanged.
+    dram_latency_s: Default[tuple[tuple[str, str, float], ...]] = Default((
+        ("Hopper", "HBM", 375e-9), ("Ada Lovelace", "GDDR", 254e-9), ("Blackwell", "GDDR", 254e-9),
+        ("Ampere", "HBM", 405e-9), ("Ampere", "GDDR", 405e-9), ("Ampere", "LPDDR", 405e-9),
+        ("Volta", "HBM", 316e-9)),
+        "te42kyfo/gpu-benches pointer chase: H100 PCIe 375 ns, L40 254 ns, A100 80GB 405 ns, V100 316 ns; "
+        "Blackwell GDDR7 assumed as Ada's GDDR6, GA102 GDDR6X and Orin LPDDR5 as GA100's HBM2e")
+    # What each SM of the reference card (the H200, where the shares above were measured) needs in flight to
+    # reach its bandwidth: 4.8 TB/s / 132 SMs x 375 ns.
+    inflight_reference_bytes: Default[float] = Default(
+        4.8e12 / 132 * 375e-9, "H200 SXM datasheet 4.8 TB/s over 132 SMs (hardware_db/h200-sxm.toml) x the "
+        "Hopper DRAM latency 375 ns (dram_latency_s)")
     # Norms differ by operator more than by anything else (16-bit / 32-bit): batch norm 0.73 / 0.65 (fp32:
     # cuDNN's inference kernel; over all eight profiled sets, 3,688 calls each), layer norm 0.24 / 0.37,
     # group norm 0.07 / 0.20 (both now modelled per row, below).
