@@ -67,6 +67,7 @@ class StepGraph(ProductsAndNorms):
         self.grads: dict[str, int] = {}
         self._allocs: dict[int, list[float]] = {}
         self._kept: dict[str, list[str]] = {}
+        self.recomputed = 0      # operators gradient checkpointing ran again in the backward
 
     # --- operators and allocations ---------------------------------------------------------------------
     def op(self, name: str, kind: str, module: str, flops: float, read: float, written: float, *,
@@ -229,7 +230,9 @@ class StepGraph(ProductsAndNorms):
 
     def _recompute(self, layer: int) -> None:
         """Checkpointing: the layer's forward again (in the backward), keeping what its backward needs."""
-        self.ops.extend(recompute_ops(self.cfg, self.tp, self.setup, self.batch, self.seq, layer))
+        again = recompute_ops(self.cfg, self.tp, self.setup, self.batch, self.seq, layer)
+        self.ops.extend(again)
+        self.recomputed += sum(1 for op in again if op.kernels >= 1)
         for node in self.nodes:
             if node.layer == layer:
                 self._keep(node, "temporaries")

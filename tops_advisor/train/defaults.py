@@ -28,6 +28,17 @@ class TrainingDefaults:
     optimizer_tensor_s: Default[float] = Default(1.872e-05, "18.7 us: " + _FIT)
     # one multi-tensor-apply launch of a foreach or fused optimizer kernel
     optimizer_launch_s: Default[float] = Default(5.770e-05, "57.7 us: " + _FIT)
+    # Gradient checkpointing (torch.utils.checkpoint, non-reentrant: timm's default, transformers' since 4.35)
+    # runs Python saved-tensor hooks (torch/utils/checkpoint.py, _checkpoint_hook: pack in the forward, with the
+    # metadata the determinism check keeps; in the backward the recompute's pack into the frame and the unpack):
+    # three hook calls per tensor a checkpointed operator saves, priced per recomputed operator (its saved
+    # tensors on average) once in the forward and twice in the backward.
+    checkpoint_hook_s: Default[float] = Default(
+        4.0e-05, "40 us per recomputed operator and hook pass: least mean |log error| of the step over the 10 "
+                 "checkpointed points of benchmarks/studies/training-step (ConvNeXt-T, ViT-S/16) and scored blind "
+                 "rounds train-01..03 (ConvNeXt-nano, Swin-T, SE-ResNeXt-26d, ResNeXt-26ts, DeiT-S, DeiT-B), a flat "
+                 "minimum from 30 to 50 us (H200 machines, 2026-12-01; `python benchmarks/studies/training-step/"
+                 "host_fit.py --points benchmarks/rounds/train-0{1,2,3}/measured/train_points.json --checkpoint-hook`)")
 
 
 # cuBLAS workspaces are allocated through PyTorch's caching allocator (so torch.cuda.max_memory_allocated counts

@@ -140,6 +140,8 @@ def host_times(a: OpArrays, phase: np.ndarray, tw: TrainingWorkload, perf: Devic
     host = np.where(a.internal, k * perf.eager_extra_kernel_s, host)
     n_fwd = max(int((launching & fwd).sum()), 1)
     host = host + np.where(launching & fwd, scale * (calls_s / n_fwd + td.forward_grad_op_s.value), 0.0)
+    host = host + _checkpoint_hooks_s(launching & (phase == 0), launching & bwd_all, tw.recomputed_ops,
+                                      scale * td.checkpoint_hook_s.value)
     n_bwd = max(int(bwd.sum()), 1)
     node_s = scale * td.backward_node_s.value * tw.autograd_nodes / n_bwd
     host = np.where(bwd, node_s + np.maximum(k - 1, 0) * perf.eager_extra_kernel_s, host)
@@ -148,6 +150,17 @@ def host_times(a: OpArrays, phase: np.ndarray, tw: TrainingWorkload, perf: Devic
     if first_opt.size:
         host[first_opt[0]] += scale * td.optimizer_tensor_s.value * tw.optimizer_tensors
     return host
+
+
+def _checkpoint_hooks_s(forward: np.ndarray, backward: np.ndarray, recomputed: int, hook_s: float) -> np.ndarray:
+    """Per operator: checkpointing's saved-tensor hooks (``TrainingDefaults.checkpoint_hook_s``) for ``recomputed``
+    operators: one pass each in the forward, spread over the forward's launching operators (``forward``), and
+    two in the backward (the recompute's pack, the unpack), spread over the backward's (``backward``)."""
+    out = np.zeros(len(forward))
+    if recomputed:
+        out += np.where(forward, hook_s * recomputed / max(int(forward.sum()), 1), 0.0)
+        out += np.where(backward, 2 * hook_s * recomputed / max(int(backward.sum()), 1), 0.0)
+    return out
 
 
 def _parts(finish: np.ndarray, phase: np.ndarray, host: np.ndarray, device: np.ndarray, bound: np.ndarray,

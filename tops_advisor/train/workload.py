@@ -66,6 +66,7 @@ class TrainingWorkload:
     host_syncs: int = 0                # points where the host waits for the device (GradScaler's found-inf)
     sync_op: int = -1                  # index of the first operator after the host sync (-1: none)
     tokens: int = 0                    # tokens per step, for language models (0: not a sequence model)
+    recomputed_ops: int = 0            # operators gradient checkpointing runs again in the backward (launching)
 
     @property
     def name(self) -> str:

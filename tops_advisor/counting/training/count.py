@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from ...errors import InputError, ModelFileError
-from ...kinds import Lowering
+from ...kinds import Lowering, Phase
 from ...train import MemoryParts, TrainingWorkload, TrainSetup
 from ...workload import Note, NoteKind, Workload
 from ..counter import report_unsupported
@@ -84,7 +84,14 @@ def count_training(model: str | Path | ModelSource, batch: int = 1, setup: Train
         workload=w, setup=setup, memory=memory, trainable_params=int(trainable),
         frozen_params=int(sum(p.numel() for p in params) - trainable), loss=found.loss.what,
         autograd_nodes=found.nodes, optimizer_tensors=found.optimizer_tensors,
-        host_syncs=int(setup.grad_scaler), sync_op=_sync_op(ops), tokens=_tokens(args, kwargs))
+        host_syncs=int(setup.grad_scaler), sync_op=_sync_op(ops), tokens=_tokens(args, kwargs),
+        recomputed_ops=_recomputed(ops))
+
+
+def _recomputed(ops) -> int:
+    """Operators checkpointing ran again: backward operators issued inside a module's forward (the autograd
+    engine's own run outside every module), each launching a kernel."""
+    return sum(1 for op in ops if op.phase == Phase.BACKWARD and op.module and op.kernels >= 1 and not op.internal)
 
 
 def _tokens(args: tuple, kwargs: dict) -> int:
