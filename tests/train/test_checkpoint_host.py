@@ -43,3 +43,23 @@ def test_only_a_checkpointed_step_pays_the_hooks():
     scale = device_perf(load_catalog().get("h200-sxm")).eager_op_s / DEFAULTS.eager_op_s.value
     grown = _host_s(True, 1e-3) - _host_s(True, 0.0)
     assert grown == pytest.approx(3 * tw.recomputed_ops * 1e-3 * scale, rel=1e-9)
+
+
+def test_a_counted_checkpointed_model_pays_three_hook_passes_per_recomputed_operator():
+    """A model file that checkpoints its own block: the counter finds the recompute, and the step's host time
+    grows by exactly three hook passes per recomputed operator (the backward's engine operators included)."""
+    from tests.paths import FIXTURES
+    from tops_advisor.counting.training import count_training
+
+    tw = count_training(FIXTURES / "train" / "checkpointed_mlp.py", 8, TrainSetup("fp32"))
+    # the block's first linear, norm and GELU: non-reentrant checkpointing stops once the last tensor the backward
+    # needs (the last linear's input) is recomputed, so that linear does not run again
+    assert tw.recomputed_ops == 3
+    hw = load_catalog().get("h200-sxm")
+
+    def host(hook_s: float) -> float:
+        td = replace(TRAINING_DEFAULTS, checkpoint_hook_s=Default(hook_s, "test"))
+        return sum(p.host_s for p in predict_training(tw, hw, training_defaults=td).parts)
+
+    scale = device_perf(hw).eager_op_s / DEFAULTS.eager_op_s.value
+    assert host(1e-3) - host(0.0) == pytest.approx(3 * tw.recomputed_ops * 1e-3 * scale, rel=1e-9)

@@ -34,10 +34,10 @@ class TrainingDefaults:
     # three hook calls per tensor a checkpointed operator saves, priced per recomputed operator (its saved
     # tensors on average) once in the forward and twice in the backward.
     checkpoint_hook_s: Default[float] = Default(
-        4.0e-05, "40 us per recomputed operator and hook pass: least mean |log error| of the step over the 10 "
+        3.0e-05, "30 us per recomputed operator and hook pass: least mean |log error| of the step over the 10 "
                  "checkpointed points of benchmarks/studies/training-step (ConvNeXt-T, ViT-S/16) and scored blind "
                  "rounds train-01..03 (ConvNeXt-nano, Swin-T, SE-ResNeXt-26d, ResNeXt-26ts, DeiT-S, DeiT-B), a flat "
-                 "minimum from 30 to 50 us (H200 machines, 2026-12-01; `python benchmarks/studies/training-step/"
+                 "minimum from 20 to 40 us (H200 machines, 2026-12-01; `python benchmarks/studies/training-step/"
                  "host_fit.py --points benchmarks/rounds/train-0{1,2,3}/measured/train_points.json --checkpoint-hook`)")
 
 

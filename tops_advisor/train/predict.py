@@ -140,12 +140,13 @@ def host_times(a: OpArrays, phase: np.ndarray, tw: TrainingWorkload, perf: Devic
     host = np.where(a.internal, k * perf.eager_extra_kernel_s, host)
     n_fwd = max(int((launching & fwd).sum()), 1)
     host = host + np.where(launching & fwd, scale * (calls_s / n_fwd + td.forward_grad_op_s.value), 0.0)
-    host = host + _checkpoint_hooks_s(launching & (phase == 0), launching & bwd_all, tw.recomputed_ops,
-                                      scale * td.checkpoint_hook_s.value)
     n_bwd = max(int(bwd.sum()), 1)
     node_s = scale * td.backward_node_s.value * tw.autograd_nodes / n_bwd
     host = np.where(bwd, node_s + np.maximum(k - 1, 0) * perf.eager_extra_kernel_s, host)
     host = np.where(opt, scale * td.optimizer_launch_s.value * np.maximum(k, 1), host)
+    # after the backward's per-node pricing, which replaces the host of the engine's operators
+    host = host + _checkpoint_hooks_s(launching & (phase == 0), launching & bwd_all, tw.recomputed_ops,
+                                      scale * td.checkpoint_hook_s.value)
     first_opt = np.flatnonzero(opt)
     if first_opt.size:
         host[first_opt[0]] += scale * td.optimizer_tensor_s.value * tw.optimizer_tensors
