@@ -38,7 +38,8 @@ class TrainingDefaults:
                  "checkpointed points of benchmarks/studies/training-step (ConvNeXt-T, ViT-S/16) and scored blind "
                  "rounds train-01..03 (ConvNeXt-nano, Swin-T, SE-ResNeXt-26d, ResNeXt-26ts, DeiT-S, DeiT-B), a flat "
                  "minimum from 20 to 40 us (H200 machines, 2026-12-01; `python benchmarks/studies/training-step/"
-                 "host_fit.py --points benchmarks/rounds/train-0{1,2,3}/measured/train_points.json --checkpoint-hook`)")
+                 "host_fit.py --checkpoint-hook --points` with benchmarks/rounds/train-01/measured/train_points.json and "
+                 "train-02's and train-03's)")
 
 
 # cuBLAS workspaces are allocated through PyTorch's caching allocator (so torch.cuda.max_memory_allocated counts
