@@ -142,3 +142,21 @@ def test_recommend_train_takes_an_llm_preset_as_train_does():
     assert t.exit_code == 0, t.output
     assert rec["plan"]["step_ms"] == pytest.approx(json.loads(t.stdout)["plan"]["step_ms"], rel=1e-9)
     assert rec["step_time_ms"] == pytest.approx(rec["plan"]["step_ms"], rel=1e-9)
+
+
+@pytest.mark.parametrize("command", [
+    ["analyze", "llama3-8b", "-H", "h100-sxm"], ["count", "llama3-8b"],
+])
+def test_an_llm_preset_where_a_model_file_goes_names_the_commands_that_take_it(command):
+    r = CliRunner().invoke(cli, command)
+    assert r.exit_code == 2 and "llama3-8b is an LLM preset, not a model file" in r.output
+    assert "tops-advisor llm llama3-8b" in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("command", [
+    ["train", "llama3-8", "-H", "h100-sxm", "--batch", "2"], ["recommend", "llama3-8", "--train", "--batch", "2"],
+    ["analyze", "llama3-8", "-H", "h100-sxm"],
+])
+def test_a_mistyped_preset_gets_the_closest_names(command):
+    r = CliRunner().invoke(cli, command)
+    assert r.exit_code == 2 and "did you mean: llama3-8b" in r.output and "Traceback" not in r.output

@@ -99,8 +99,24 @@ def load_model_arg(model: str, task: str | None, seq: int | None, input_shape: s
     from ..counting import load_model
     from ..counting.library_models import parse_input_shape
 
+    _refuse_llm_preset(model)
     shape = parse_input_shape(input_shape) if input_shape else None
     return load_model(model, task=task, seq=seq, input_shape=shape)
+
+
+def _refuse_llm_preset(model: str) -> None:
+    """An LLM preset (or a name close to one) where a model file is expected: say which command takes it."""
+    from ..errors import InputError
+    from ..llm import PRESETS, is_llm_spec, load_config
+
+    text = str(model).strip()
+    if text.endswith(".json") or not is_llm_spec(text):
+        return
+    if text.lower() not in PRESETS:
+        load_config(text)   # a mistyped preset: raises with the closest preset names
+    raise InputError(f"{text} is an LLM preset, not a model file",
+                     hint=f"'tops-advisor llm {text} -H DEVICE' predicts its inference, 'tops-advisor train {text} "
+                          f"-H DEVICE --batch B --seq S' and 'recommend {text} --train --batch B' its training")
 
 
 def get_catalog(catalog_dirs: tuple[Path, ...]) -> Catalog:

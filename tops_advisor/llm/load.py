@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import LLMConfigError
 from ..jsonfile import read_json
+from ..suggest import closest
 from .config import LLMConfig, config_from_dict
 from .presets import PRESETS, preset_config
 
@@ -40,7 +41,10 @@ def is_llm_spec(spec: str | Path) -> bool:
     if text.lower() in PRESETS or text.endswith(".json"):
         return True
     path = Path(text)
-    return path.is_dir() and (path / "config.json").is_file()
+    if path.exists():
+        return path.is_dir() and (path / "config.json").is_file()
+    # a bare name close to a preset ('llama3-8') is a mistyped preset: load_config names the closest ones
+    return not path.suffix and "/" not in text and bool(closest(text.lower(), PRESETS))
 
 
 def load_config(spec: str | Path, strict: bool = False) -> LLMConfig:
