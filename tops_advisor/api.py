@@ -312,19 +312,24 @@ class TrainingCosts:
         self.setup = setup or TrainSetup()
         self._source = load_model(model, task=task, seq=seq, input_shape=input_shape)
         self._strict = strict
-        self._steps: dict[int, TrainingWorkload] = {}
+        self._steps: dict[tuple[int, str], TrainingWorkload] = {}
 
-    def at(self, batch: int) -> TrainingWorkload:
+    def at(self, batch: int, mode: str = "eager") -> TrainingWorkload:
+        """The step at ``batch``, counted for ``mode`` (``compiled``: inductor's kernels, ``predict_training``
+        with mode compiled; else eager PyTorch's)."""
+        from .counting.lowering import lowering_for
         from .counting.training import count_training
 
         check_batch(batch)
-        if batch not in self._steps:
-            self._steps[batch] = count_training(self._source, batch, self.setup, strict=self._strict)
-        return self._steps[batch]
+        lowering = lowering_for(mode)
+        if (batch, lowering) not in self._steps:
+            self._steps[batch, lowering] = count_training(self._source, batch, self.setup, strict=self._strict,
+                                                          lowering=lowering)
+        return self._steps[batch, lowering]
 
 
 def training_step(model, batch: int, setup: TrainSetup | None = None, *, strict: bool = False,
-                  seq: int | None = None) -> tuple[TrainingWorkload, int]:
+                  seq: int | None = None, mode: str = "eager") -> tuple[TrainingWorkload, int]:
     """One optimizer step of ``model`` at ``batch`` per device and the units FSDP wraps in it: a
     ``TrainingCosts`` or anything it takes is counted; an LLM preset or config.json is built analytically at
     ``seq`` tokens per sequence (``LLM_TRAIN_SEQ`` by default: ``llm.training``), its decoder layers one unit
@@ -334,6 +339,11 @@ def training_step(model, batch: int, setup: TrainSetup | None = None, *, strict:
     from .train.parallel import FSDP_UNITS_DEFAULT
 
     if not isinstance(model, TrainingCosts) and isinstance(model, (str, Path)) and is_llm_spec(model):
+        if mode == "compiled":
+            from .errors import InputError
+
+            raise InputError(f"--mode compiled needs the model itself; {model} is an LLM preset or config, built "
+                             "analytically as eager kernels", hint="pass a model file or hf:ID, or --mode eager")
         cfg = load_config(model, strict=strict)
         return llm_training_workload(cfg, batch, seq or LLM_TRAIN_SEQ, setup or TrainSetup()), cfg.num_layers
     import warnings
@@ -343,7 +353,7 @@ def training_step(model, batch: int, setup: TrainSetup | None = None, *, strict:
     with warnings.catch_warnings():  # unsupported operators are in the workload; the caller shows them
         warnings.simplefilter("ignore", UnsupportedOpWarning)
         costs = model if isinstance(model, TrainingCosts) else TrainingCosts(model, setup, strict=strict)
-        return costs.at(batch), FSDP_UNITS_DEFAULT
+        return costs.at(batch, mode), FSDP_UNITS_DEFAULT
 
 
 def analyze_training(model, hw: Hardware, *, batch: int = 1, setup: TrainSetup | None = None,
@@ -358,7 +368,7 @@ def analyze_training(model, hw: Hardware, *, batch: int = 1, setup: TrainSetup |
         from .errors import InputError
 
         raise InputError(f"unknown --strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
-    tw, units = training_step(model, batch, setup, strict=strict, seq=seq)
+    tw, units = training_step(model, batch, setup, strict=strict, seq=seq, mode=mode)
     perf = device_perf(hw, *calibration)
     pred = predict_training(tw, hw, mode=mode, perf=perf)
     plan = None

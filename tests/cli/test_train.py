@@ -160,3 +160,17 @@ def test_an_llm_preset_where_a_model_file_goes_names_the_commands_that_take_it(c
 def test_a_mistyped_preset_gets_the_closest_names(command):
     r = CliRunner().invoke(cli, command)
     assert r.exit_code == 2 and "did you mean: llama3-8b" in r.output and "Traceback" not in r.output
+
+
+def test_compiled_mode_predicts_inductors_step():
+    r = run(TRAIN / "tiny_mlp.py", "-H", "h200-sxm", "--batch", "8", "--mode", "compiled", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["mode"] == "compiled" and d["step_time_ms"] > 0
+    assert any("torch.compile(model)" in a for a in d["assumptions"])
+
+
+def test_compiled_mode_refuses_an_llm_preset_in_one_line():
+    r = run("tinyllama", "-H", "h200-sxm", "--batch", "1", "--seq", "128", "--mode", "compiled")
+    assert r.exit_code == 2 and "--mode compiled needs the model itself" in r.output
+    assert "Traceback" not in r.output

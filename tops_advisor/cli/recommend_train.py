@@ -54,7 +54,7 @@ def run_training(model, c, dtype_given: str | None, batch: int | None, options: 
     with progress(f"counting a training step of {model} at batch {batch}", enabled=not as_json):
         llm = is_llm_spec(model)
         step, units = training_step(model if llm else load_model_arg(model, task, seq, input_shape), batch, setup,
-                                    seq=seq if llm else None)
+                                    seq=seq if llm else None, mode=c.mode)
     targets = replace(targets, fsdp_units=units)
     cals = {hw.id: calibration_for(hw, use=not no_calibration)[0] for hw in catalog}
     recs, rejected = recommend_training(step, list(catalog), c, targets, cals, pricing)

@@ -24,8 +24,9 @@ from .common import console, echo_json, get_catalog, load_model_arg, model_comma
               help="GPUs of this kind training together (data parallel; --batch is per GPU).")
 @click.option("--strategy", default="ddp", show_default=True,
               help="With --devices > 1: ddp (replicated, gradients all-reduced) or fsdp (sharded, ZeRO-3).")
-@click.option("--mode", type=click.Choice(["eager", "graph"]), default="eager", show_default=True,
-              help="eager: plain PyTorch (host cost per operator and autograd node); graph: no host cost.")
+@click.option("--mode", type=click.Choice(["eager", "compiled", "graph"]), default="eager", show_default=True,
+              help="eager: plain PyTorch (host cost per operator and autograd node); compiled: torch.compile(model) "
+                   "(inductor's fused kernels, the optimizer eager); graph: eager kernels with no host cost.")
 @click.option("--calibration", "calibration_path", type=click.Path(path_type=Path),
               help="Calibration file from `tops-advisor probe` (default: saved or shipped one for the device).")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even if a calibration exists.")

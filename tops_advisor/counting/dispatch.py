@@ -129,9 +129,14 @@ class FunctionCounter(_CountingMode, TorchFunctionMode):
         if name in TRAIN_FP32_OUTPUT:
             run.suppress += 1
             try:
-                return run.autocast.cast_for_training(func, args, kwargs, run.weight_key)
+                cast = run.autocast.cast_for_training(func, args, kwargs, run.weight_key)
             finally:
                 run.suppress -= 1
+            # the kernel reads the half input itself: in the dataflow the upcast copy is that input's value
+            for new, old in zip(flat_tensors(cast[:2]), flat_tensors((args, kwargs)), strict=False):
+                if new is not old:
+                    run.flow.alias([new], [old])
+            return cast
         return run.autocast.cast_for_training(func, args, kwargs, run.weight_key)
 
     def _uncounted(self, func, args: tuple, kwargs: dict):

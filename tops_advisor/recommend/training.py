@@ -135,7 +135,7 @@ def recommend_training(tw: TrainingWorkload, devices: list[Hardware], c: Constra
     devices without a price among the rejections."""
     calibrations = calibrations or {}
     kept, rejected = candidates(devices, c)
-    mode = c.mode if c.mode in ("eager", "graph") else "eager"
+    mode = c.mode if c.mode in ("eager", "graph", "compiled") else "eager"
 
     def nothing(rej: list[Rejection]) -> NothingFeasibleError:
         return NothingFeasibleError("no device trains it within the targets", hint="; ".join(

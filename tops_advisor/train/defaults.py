@@ -41,6 +41,15 @@ class TrainingDefaults:
                  "host_fit.py --checkpoint-hook --points` with benchmarks/rounds/train-01/measured/train_points.json and "
                  "train-02's and train-03's)")
 
+    # torch.compile (inductor, default mode: no CUDA graphs) runs the forward and the backward as two compiled
+    # graphs whose Python wrapper launches each kernel itself (a triton kernel's launcher, an extern kernel's
+    # ATen call), and calls each graph through AOTAutograd's runtime wrappers and dynamo's guards
+    compiled_kernel_s: Default[float] = Default(6.0e-06, "6 us per kernel launched by inductor's Python wrapper: prior, "
+                                                         "to be fitted on benchmarks/studies/training-compiled")
+    compiled_graph_call_s: Default[float] = Default(1.0e-04, "100 us per compiled graph call (guards, AOTAutograd's "
+                                                             "runtime wrappers): prior, to be fitted on "
+                                                             "benchmarks/studies/training-compiled")
+
 
 # cuBLAS workspaces are allocated through PyTorch's caching allocator (so torch.cuda.max_memory_allocated counts
 # them), one per (cuBLAS handle, stream), and handles are per thread: a training step has two, the forward's and

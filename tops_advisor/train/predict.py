@@ -16,7 +16,8 @@ import numpy as np
 
 from ..calibration import Calibration
 from ..catalog import Hardware
-from ..kinds import Bound, Mode, Phase
+from ..errors import InputError
+from ..kinds import Bound, Lowering, Mode, Phase
 from ..roofline.arrays import OpArrays, op_arrays
 from ..roofline.device import DevicePerf, device_perf
 from ..roofline.predict import BOUNDS, device_times
@@ -153,6 +154,29 @@ def host_times(a: OpArrays, phase: np.ndarray, tw: TrainingWorkload, perf: Devic
     return host
 
 
+def compiled_host_times(a: OpArrays, phase: np.ndarray, tw: TrainingWorkload, perf: DevicePerf,
+                        td: TrainingDefaults = TRAINING_DEFAULTS) -> np.ndarray:
+    """Host time of each operator under ``torch.compile(model)``: the forward's and the backward's kernels
+    are launched by inductor's wrapper (``compiled_kernel_s`` each, plus one graph call at the first operator
+    of each), the optimizer is eager (``host_times``)."""
+    scale = perf.eager_op_s / perf.defaults.eager_op_s.value
+    host = host_times(a, phase, tw, perf, td)
+    graph = phase < 2
+    host = np.where(graph, scale * td.compiled_kernel_s.value * a.kernels, host)
+    for part in (0, 1):
+        first = np.flatnonzero(phase == part)
+        if first.size:
+            host[first[0]] += scale * td.compiled_graph_call_s.value
+    opt = np.flatnonzero(phase == 2)
+    if opt.size and opt[0] < tw.sync_op < len(host):
+        # GradScaler.step reads found_inf before it calls optimizer.step(), whose Python per parameter
+        # (_init_group) runs after the wait; the device, done with the compiled backward, waits for it
+        per_tensor = scale * td.optimizer_tensor_s.value * tw.optimizer_tensors
+        host[opt[0]] -= per_tensor
+        host[tw.sync_op] += per_tensor
+    return host
+
+
 def _checkpoint_hooks_s(forward: np.ndarray, backward: np.ndarray, recomputed: int, hook_s: float) -> np.ndarray:
     """Per operator: checkpointing's saved-tensor hooks (``TrainingDefaults.checkpoint_hook_s``) for ``recomputed``
     operators: one pass each in the forward, spread over the forward's launching operators (``forward``), and
@@ -193,19 +217,44 @@ def _main_precision(flops: np.ndarray, precision: np.ndarray, hw: Hardware, fall
     return max(totals, key=totals.get) if totals else fallback
 
 
+_MODE_ASSUMPTION = {
+    Mode.EAGER: "eager PyTorch, host cost per operator, per autograd node and per optimizer launch, overlapping "
+                "the device",
+    Mode.COMPILED: "torch.compile(model), inductor's default mode: forward and backward as fused kernels launched "
+                   "by its wrapper (no CUDA graphs), the optimizer eager",
+    Mode.GRAPH: "no host cost (a lower bound)",
+}
+TRAINING_MODES = tuple(_MODE_ASSUMPTION)
+
+
+def _check_mode(mode: Mode, tw: TrainingWorkload) -> None:
+    """Compiled mode predicts a step counted with the inductor lowering, the other modes one counted without."""
+    compiled = tw.workload.lowering == Lowering.INDUCTOR_CUDA
+    if mode not in _MODE_ASSUMPTION:
+        raise InputError(f"unknown training mode {mode!r}; expected one of {', '.join(TRAINING_MODES)}")
+    if (mode == Mode.COMPILED) != compiled:
+        raise InputError(f"training mode {mode} needs a step counted with the "
+                         f"{'inductor-cuda' if mode == Mode.COMPILED else 'pytorch-cuda'} lowering, got "
+                         f"{tw.workload.lowering!r}", hint="count it with lowering=lowering_for(mode)")
+
+
 def predict_training(tw: TrainingWorkload, hardware: Hardware, calibration: Calibration | None = None,
                      mode: Mode = Mode.EAGER, *, perf: DevicePerf | None = None,
                      training_defaults: TrainingDefaults = TRAINING_DEFAULTS) -> TrainingPrediction:
     """One steady-state optimizer step of ``tw`` on ``hardware`` (eager PyTorch: the host issues every
-    operator; ``graph``: the same kernels with no host cost, a lower bound)."""
-    mode = Mode(mode)
+    operator; ``compiled``: ``torch.compile(model)``'s kernels, ``tw`` counted with the inductor lowering;
+    ``graph``: the eager kernels with no host cost, a lower bound)."""
+    mode = Mode(mode) if mode in set(Mode) else mode
     perf = perf or device_perf(hardware, calibration)
     a = op_arrays(tw.workload)
     t = device_times(a, perf)
     device = t.device
     phase = tw.phase_index
-    host = host_times(a, phase, tw, perf, training_defaults) if mode == Mode.EAGER else np.zeros_like(device)
-    finish = run_steps(host, device, tw.sync_op if mode == Mode.EAGER else -1, steps=2)
+    _check_mode(mode, tw)
+    host = (host_times(a, phase, tw, perf, training_defaults) if mode == Mode.EAGER
+            else compiled_host_times(a, phase, tw, perf, training_defaults) if mode == Mode.COMPILED
+            else np.zeros_like(device))
+    finish = run_steps(host, device, tw.sync_op if mode != Mode.GRAPH else -1, steps=2)
     step_start = float(finish[0, -1])
     step_s = float(finish[1, -1]) - step_start
     fwd_bwd = phase < 2
@@ -218,7 +267,5 @@ def predict_training(tw: TrainingWorkload, hardware: Hardware, calibration: Cali
         model_flops=tw.model_flops, peak_ops_per_s=hardware.peak_ops_per_s(precision) or 0.0,
         precision=precision, memory=tw.memory, memory_required_bytes=required,
         memory_capacity_bytes=hardware.memory_bytes, tokens=tw.tokens, workspace_bytes=workspace,
-        assumptions=(f"mode {mode}: " + ("eager PyTorch, host cost per operator, per autograd node and per "
-                                         "optimizer launch, overlapping the device" if mode == Mode.EAGER
-                                         else "no host cost (a lower bound)"),
+        assumptions=(f"mode {mode}: " + _MODE_ASSUMPTION[mode],
                      "steps back to back, no host sync but GradScaler's found-inf read", *perf.assumptions))

@@ -11,7 +11,9 @@ lowerings, by :class:`tops_advisor.kinds.Lowering`:
   convolutions, fused SDPA kernels);
 - ``inductor-cuda`` (:func:`lower_inductor_cuda`, ``inductor.py``, with inductor's per-operator layout and
   padding decisions in ``inductor_layout.py``): ``torch.compile``'s inductor, fused triton kernels around the
-  library GEMMs, convolutions and attention (``--mode compiled``);
+  library GEMMs, convolutions and attention (``--mode compiled``); a training step's forward and backward
+  as two compiled graphs, its optimizer eager (:func:`lower_inductor_step`, ``inductor_training.py``; what
+  the compiled step saves for its backward: ``remat.py``);
 - ``tensorrt`` (:func:`lower_tensorrt`, ``tensorrt.py``): an engine TensorRT builds from the model, as the
   profile in ``tops_advisor/tensorrt.py`` describes it (``--engine tensorrt``);
 - ``none`` (:func:`no_lowering`): the operators as counted.
@@ -28,6 +30,8 @@ from .eager_cuda import lower_pytorch_cuda
 from .facts import CountedOp, Flow, OpFacts, TensorFacts, Value
 from .inductor import lower_inductor_cuda
 from .inductor_layout import channels_last_convs
+from .inductor_training import lower_inductor_step
+from .remat import saved_bytes
 from .tensorrt import lower_tensorrt
 
 PYTORCH_CUDA = Lowering.PYTORCH_CUDA
@@ -43,7 +47,7 @@ def no_lowering(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
 
 LOWERINGS: dict[Lowering, Callable[[Iterable[CountedOp]], tuple[OpRecord, ...]]] = {
     Lowering.PYTORCH_CUDA: lower_pytorch_cuda,
-    Lowering.INDUCTOR_CUDA: lower_inductor_cuda,
+    Lowering.INDUCTOR_CUDA: lower_inductor_step,
     Lowering.TENSORRT: lower_tensorrt,
     Lowering.NONE: no_lowering,
 }
@@ -68,5 +72,5 @@ def lower(name: str, ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
 
 
 __all__ = ["INDUCTOR_CUDA", "LOWERINGS", "NO_LOWERING", "PYTORCH_CUDA", "TENSORRT", "CountedOp", "Flow", "OpFacts",
-           "TensorFacts", "Value", "channels_last_convs", "lower", "lower_inductor_cuda", "lower_pytorch_cuda",
-           "lower_tensorrt", "lowering_for", "no_lowering"]
+           "TensorFacts", "Value", "channels_last_convs", "lower", "lower_inductor_cuda", "lower_inductor_step",
+           "lower_pytorch_cuda", "lower_tensorrt", "lowering_for", "no_lowering", "saved_bytes"]

@@ -55,6 +55,10 @@ EXTERN_KINDS = frozenset({OpKind.MATMUL, OpKind.CONV, OpKind.ATTENTION})
 _REDUCTION_KINDS = frozenset({OpKind.SOFTMAX, OpKind.REDUCTION})
 _REDUCTION_NAMES = ("adaptive_avg_pool", "aten.mean", "aten.sum", "aten.amax", "aten.var")
 _WINDOW_NAMES = ("max_pool", "avg_pool", "upsample", "im2col", "col2im", "grid_sampler")
+# A reduction of a few long rows (a training batch norm's per-channel sums over N*H*W): inductor splits it into
+# kernels of its own that fuse with nothing after them (``inductor_training.py``)
+SPLIT_REDUCTION_PREFIX = "triton.split_reduction"
+_KERNEL_ROLES = ("extern", "alone", "split")   # roles that stay one kernel each, fused with nothing
 
 
 @dataclass(frozen=True)
@@ -93,10 +97,12 @@ class _Group:
 
 def role(record: OpRecord) -> str:
     """How inductor treats an operator: an extern library kernel, or generated code (pointwise, a
-    reduction, or a windowed read that realizes its input)."""
+    reduction, a windowed read that realizes its input, or a split reduction that is kernels of its own)."""
     if record.kind in EXTERN_KINDS:
         return "extern"
     name = record.name
+    if name.startswith(SPLIT_REDUCTION_PREFIX):
+        return "split"
     if any(w in name for w in _WINDOW_NAMES):
         return "window"
     if record.kind in _REDUCTION_KINDS or any(r in name for r in _REDUCTION_NAMES):
@@ -214,7 +220,7 @@ def _makes_cycle(p: _Node, c: _Node, ancestors: list[int], externs: int) -> bool
 def _groups(nodes: list[_Node], producer: dict[int, _Node], ancestors: list[int]) -> dict[int, _Group]:
     """Union generated nodes with the generated producers of their inputs (the module docstring's rules)."""
     parent = list(range(len(nodes)))
-    externs = sum(1 << n.index for n in nodes if n.role == "extern")
+    externs = sum(1 << n.index for n in nodes if n.role in ("extern", "split"))
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -291,7 +297,7 @@ def lower_fused(ops: Iterable[CountedOp], policy: FusionPolicy) -> tuple[OpRecor
     last = {max(n.index for n in g.nodes): g for g in groups.values()}
     out: list[OpRecord] = []
     for n in nodes:
-        if n.role in ("extern", "alone"):
+        if n.role in _KERNEL_ROLES:
             out.append(n.record)
         elif n.index in last:
             out.append(_group_record(last[n.index], consumers, policy.kernel_prefix))
