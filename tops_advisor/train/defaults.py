@@ -14,6 +14,12 @@ _FIT = ("coordinate descent on the median and mean |log error| of the step and i
         "checkpointed points of benchmarks/studies/training-step (12 models, H200 machine, 2026-12-01; "
         "`python benchmarks/studies/training-step/host_fit.py`): 21.9% median |error| of the step on those points")
 
+_COMPILED_FIT = ("least squares of the forward's span against its kernels over the 8 host-bound forwards (span over "
+                 "1.6x the predicted device time) among the 9 compiled points of benchmarks/studies/training-compiled/"
+                 "h200/train_points.json and benchmarks/studies/training-step/h200_train_points.json (7 models, H200 "
+                 "machines, 2026-12-01 and -02, host "
+                 "scale 0.99): 40.5 us per kernel and 0.25 ms per call, 8.4% median |error| of those spans")
+
 
 @dataclass(frozen=True)
 class TrainingDefaults:
@@ -43,13 +49,11 @@ class TrainingDefaults:
 
     # torch.compile (inductor, default mode: no CUDA graphs) runs the forward and the backward as two compiled
     # graphs whose Python wrapper launches each kernel itself (a triton kernel's launcher, an extern kernel's
-    # ATen call), and calls each graph through AOTAutograd's runtime wrappers and dynamo's guards
-    compiled_kernel_s: Default[float] = Default(6.0e-06, "6 us per kernel launched by inductor's Python wrapper: prior, "
-                                                         "to be fitted on benchmarks/studies/training-compiled")
-    compiled_graph_call_s: Default[float] = Default(1.0e-04, "100 us per compiled graph call (guards, AOTAutograd's "
-                                                             "runtime wrappers): prior, to be fitted on "
-                                                             "benchmarks/studies/training-compiled")
-
+    # ATen call, the output buffers' allocations), and calls each graph through dynamo's guards and AOTAutograd's
+    # runtime wrappers. The backward's gradients then reach the parameters through one AccumulateGrad node each
+    # (the autograd engine's ``backward_node_s``).
+    compiled_kernel_s: Default[float] = Default(4.0e-05, "40 us per kernel: " + _COMPILED_FIT)
+    compiled_graph_call_s: Default[float] = Default(2.5e-04, "0.25 ms per graph call: " + _COMPILED_FIT)
 
 # cuBLAS workspaces are allocated through PyTorch's caching allocator (so torch.cuda.max_memory_allocated counts
 # them), one per (cuBLAS handle, stream), and handles are per thread: a training step has two, the forward's and

@@ -158,15 +158,18 @@ def compiled_host_times(a: OpArrays, phase: np.ndarray, tw: TrainingWorkload, pe
                         td: TrainingDefaults = TRAINING_DEFAULTS) -> np.ndarray:
     """Host time of each operator under ``torch.compile(model)``: the forward's and the backward's kernels
     are launched by inductor's wrapper (``compiled_kernel_s`` each, plus one graph call at the first operator
-    of each), the optimizer is eager (``host_times``)."""
+    of each, and an AccumulateGrad node per trainable parameter after the backward's), the optimizer is eager
+    (``host_times``)."""
     scale = perf.eager_op_s / perf.defaults.eager_op_s.value
     host = host_times(a, phase, tw, perf, td)
     graph = phase < 2
     host = np.where(graph, scale * td.compiled_kernel_s.value * a.kernels, host)
     for part in (0, 1):
-        first = np.flatnonzero(phase == part)
-        if first.size:
-            host[first[0]] += scale * td.compiled_graph_call_s.value
+        ops = np.flatnonzero(phase == part)
+        if ops.size:
+            host[ops[0]] += scale * td.compiled_graph_call_s.value
+        if ops.size and part == 1:   # the AccumulateGrad node of each trainable parameter, after the graph
+            host[ops[-1]] += scale * td.backward_node_s.value * tw.optimizer_tensors
     opt = np.flatnonzero(phase == 2)
     if opt.size and opt[0] < tw.sync_op < len(host):
         # GradScaler.step reads found_inf before it calls optimizer.step(), whose Python per parameter

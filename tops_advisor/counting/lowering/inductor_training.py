@@ -30,6 +30,8 @@ from .inductor import INDUCTOR, SPLIT_REDUCTION_PREFIX, FusionPolicy, lower_fuse
 from .inductor_layout import _as_gemm, uses_channels_last
 
 _SPLITS = 2   # a split reduction's kernels: the partial sums, their combination
+# torch/_inductor/ir.py, Reduction.num_splits: a reduction of at most 8192 elements per output is not split
+_SPLIT_MIN_ELEMENTS = 8192
 _STAT_BYTES = 4.0   # the statistics are fp32 per channel
 
 
@@ -87,8 +89,11 @@ class _Fresh:
 
 
 def _stats_record(r: OpRecord, name: str, read: float, written: float, flops: float) -> OpRecord:
+    """The per-channel reduction: two kernels where inductor splits it (over 8192 elements per channel)."""
+    rows = r.gemm.n if r.gemm is not None else 0
     return OpRecord(name=f"{SPLIT_REDUCTION_PREFIX}:{name}", kind=OpKind.REDUCTION, module=r.module, flops=flops,
-                    bytes_read=read, bytes_written=written, dtype=r.dtype, kernels=_SPLITS, phase=r.phase)
+                    bytes_read=read, bytes_written=written, dtype=r.dtype,
+                    kernels=_SPLITS if rows > _SPLIT_MIN_ELEMENTS else 1, phase=r.phase)
 
 
 def _pointwise(r: OpRecord, name: str, read: float, written: float, flops: float) -> OpRecord:
