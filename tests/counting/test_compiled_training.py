@@ -116,8 +116,9 @@ def test_compiled_mode_needs_the_compiled_count(tmp_path):
         predict_training(eager, hw, mode="compiled")
     with pytest.raises(InputError, match="pytorch-cuda"):
         predict_training(compiled, hw, mode="eager")
-    fast, slow = predict_training(compiled, hw, mode="compiled"), predict_training(eager, hw, mode="eager")
-    assert fast.mode == "compiled" and 0 < fast.step_s < slow.step_s
+    pred = predict_training(compiled, hw, mode="compiled")
+    # a tiny step is host-bound: its forward at least one graph call and its kernels' launches
+    assert pred.mode == "compiled" and pred.forward_s >= pred.part(Phase.FORWARD).device_s > 0
 
 
 def test_compiled_memory_scales_the_saved_activations():
