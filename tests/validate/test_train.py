@@ -178,7 +178,7 @@ def test_bf16_keeps_weights_in_bf16(models):
     (["--batch", "2", "--dtype", "fp16"], "unknown training precision 'fp16'"),
     (["--batch", "2", "--optimizer", "lamb"], "unknown optimizer 'lamb'"),
     (["--batch", "2", "--lora", "r=x"], "the rank must be a whole number"),
-    (["--batch", "2", "--mode", "graph"], "--train measures eager training steps"),
+    (["--batch", "2", "--mode", "graph"], "--train measures eager or compiled training steps"),
     (["--batch", "2", "--per-op"], "--per-op applies to forward passes"),
     (["--batch", "2", "--lora", "r=4,targets=q_proj"], "--lora found no linear layer matching q_proj"),
 ])
@@ -282,3 +282,24 @@ def test_json_has_milliseconds_and_bytes():
 def test_nothing_measured_gives_no_errors():
     r = _report(error="out of memory")
     assert set(r.errors.values()) == {None} and not r.measured.skipped_steps
+
+
+def test_compiled_mode_predicts_and_measures_the_compiled_step(models, monkeypatch):
+    # the measurement is stubbed (torch.compile on the CPU needs a C++ toolchain): the report must pair the
+    # compiled prediction with a step measured under torch.compile
+    from tops_advisor.validate import train_step
+    from tops_advisor.validate.train_compare import StepMeasurement
+
+    asked = {}
+
+    def fake(source, batch, setup, **kw):
+        asked.update(kw)
+        return StepMeasurement(model=source.label, batch=batch, setup=setup.describe(), device="cpu", step_s=1e-3,
+                               forward_s=3e-4, backward_s=5e-4, optimizer_s=2e-4, repeats=2)
+
+    monkeypatch.setattr(train_step, "measure_training_step", fake)
+    res = run(cpu(models["with_loss"], "--batch", "4", "--mode", "compiled", "--json"))
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert asked["compile"] is True
+    assert out["prediction"]["mode"] == "compiled"

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
+from ..kinds import Mode
 from ..units import parse_batches, parse_precision
 from .common import console, echo_json, err_console, get_catalog, load_model_arg, model_command_options
 
@@ -57,7 +58,7 @@ def validate(model, batch_text, dtype, mode, train, optimizer, checkpointing, lo
         setup = _train_setup(dtype, optimizer, checkpointing, lora_text, mode, per_op, plot_path)
         batch = _one_batch(batch_text)
         _validate_train(load_model_arg(model, task, seq, input_shape), batch, setup, get_catalog(catalog_dirs),
-                        hardware_name, calibration_path, device, repeats, warmup, command, as_json)
+                        hardware_name, calibration_path, device, repeats, warmup, command, as_json, mode or "eager")
         return
     given = [name for name, v in (("--optimizer", optimizer), ("--checkpointing", checkpointing),
                                   ("--lora", lora_text)) if v]
@@ -104,9 +105,9 @@ def _train_setup(dtype, optimizer, checkpointing, lora_text, mode, per_op, plot_
     """The TrainSetup the options name; InputError for an option --train does not take."""
     from ..train import TrainSetup, parse_lora, parse_optimizer, parse_train_precision
 
-    if mode not in (None, "eager"):
-        raise InputError(f"--train measures eager training steps; --mode {mode} applies to forward passes",
-                         hint="drop --mode")
+    if mode not in (None, "eager", "compiled"):
+        raise InputError(f"--train measures eager or compiled training steps; --mode {mode} applies to forward "
+                         "passes", hint="--mode eager or --mode compiled")
     if per_op or plot_path is not None:
         raise InputError(f"{'--per-op' if per_op else '--plot'} applies to forward passes, not to --train")
     return TrainSetup(precision=parse_train_precision(dtype or "fp32"),
@@ -115,12 +116,12 @@ def _train_setup(dtype, optimizer, checkpointing, lora_text, mode, per_op, plot_
 
 
 def _validate_train(source, batch, setup, catalog, hardware_name, calibration_path, device, repeats, warmup,
-                    command, as_json) -> None:
+                    command, as_json, mode: str = "eager") -> None:
     from ..validate.train_run import run_train_validation
 
     report = run_train_validation(source, batch, setup, catalog, hardware_name=hardware_name,
                                   calibration_path=calibration_path, device=device, repeats=repeats, warmup=warmup,
-                                  command=command, progress=err_console().print)
+                                  command=command, mode=Mode(mode), progress=err_console().print)
     if as_json:
         from ..render.json_units import to_json
 

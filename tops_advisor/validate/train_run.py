@@ -22,12 +22,13 @@ CPU_NOTE = ("timed on the CPU (the host clock, no memory figures) beside a {hw} 
             "plumbing (building the model, the step, timing), it says nothing about the predictor's accuracy")
 
 
-def _predict_step(source, batch: int, setup: TrainSetup, hw, calibration, calibration_source: str):
-    """One eager training step of ``source`` counted and predicted for ``hw`` (``api.analyze_training``, with
-    the calibration's rates when there is one): (workload, prediction)."""
+def _predict_step(source, batch: int, setup: TrainSetup, hw, calibration, calibration_source: str,
+                  mode: Mode = Mode.EAGER):
+    """One training step of ``source`` counted and predicted for ``hw`` in ``mode`` (eager or compiled;
+    ``api.analyze_training``, with the calibration's rates when there is one): (workload, prediction)."""
     from ..api import analyze_training
 
-    result = analyze_training(source, hw, batch=batch, setup=setup, mode=Mode.EAGER,
+    result = analyze_training(source, hw, batch=batch, setup=setup, mode=mode,
                               calibration=(calibration, calibration_source))
     return result.workload, result.prediction
 
@@ -44,9 +45,9 @@ def measured_line(m: StepMeasurement) -> str:
 
 def run_train_validation(model, batch: int, setup: TrainSetup, catalog, *, hardware_name: str | None = None,
                          calibration_path: str | Path | None = None, device: str = "cuda", repeats: int = 30,
-                         warmup: int = 10, command: str = "",
+                         warmup: int = 10, command: str = "", mode: Mode = Mode.EAGER,
                          progress: Callable[[str], None] | None = None) -> TrainValidationReport:
-    """Predict one eager training step of ``model`` (a model file or library spec, or a ``counting.load_model``
+    """Predict one training step of ``model`` (eager, or ``mode`` compiled: ``torch.compile(model)``) (a model file or library spec, or a ``counting.load_model``
     result) at ``batch`` with ``setup`` for the catalog device (the one named, else this GPU), measure it on
     ``device`` (``repeats`` timed steps after ``warmup`` untimed ones and half a second of them), and line the
     two up; see ``TrainValidationReport``."""
@@ -63,10 +64,11 @@ def run_train_validation(model, batch: int, setup: TrainSetup, catalog, *, hardw
     source = load_model(model)   # the one import of the user's file: counted and measured
     say(f"counting one training step of {source.label} at batch {batch} ({setup.describe()}); predicting for "
         f"{hw.id}")
-    counted, prediction = _predict_step(source, batch, setup, hw, cal, cal_source)
-    say(f"measuring it on {M.device_name(device)} ({device})")
+    counted, prediction = _predict_step(source, batch, setup, hw, cal, cal_source, mode)
+    say(f"measuring it on {M.device_name(device)} ({device})"
+        + (", compiling first (torch.compile: a minute or so)" if mode == Mode.COMPILED else ""))
     measured = measure_training_step(source, batch, setup, device=device, repeats=repeats, warmup=warmup,
-                                     warmup_s=M.WARMUP_S if warmup else 0.0)
+                                     warmup_s=M.WARMUP_S if warmup else 0.0, compile=mode == Mode.COMPILED)
     say(measured_line(measured))
     return TrainValidationReport(
         model=source.label, hardware=hw.id, hardware_name=hw.name, device=device, batch=batch,

@@ -249,10 +249,10 @@ def built_step(source, batch: int, setup: TrainSetup, device: str, *, compile: b
 
 
 def measure_training_step(source, batch: int, setup: TrainSetup, *, device: str = "cuda", repeats: int = 30,
-                          warmup: int = 10, warmup_s: float = WARMUP_S, budget_s: float | None = None
-                          ) -> StepMeasurement:
+                          warmup: int = 10, warmup_s: float = WARMUP_S, budget_s: float | None = None,
+                          compile: bool = False) -> StepMeasurement:
     """Build ``source`` (a ``counting.load_model`` result) fresh on ``device`` and measure one training step
-    at ``batch``. Out of memory is recorded in the measurement; the setup's own errors (LoRA without linear
+    at ``batch`` (``compile``: the model under ``torch.compile``, inductor's default mode). Out of memory is recorded in the measurement; the setup's own errors (LoRA without linear
     layers, no checkpointing to enable) raise InputError; any other failure of the model raises
     ModelFileError, in one line."""
     head = {"model": source.label, "batch": batch, "setup": setup.describe(), "device": device}
@@ -261,7 +261,7 @@ def measure_training_step(source, batch: int, setup: TrainSetup, *, device: str 
     step = None
     try:
         with training_flags(setup.precision):
-            step, fields = built_step(source, batch, setup, device)
+            step, fields = built_step(source, batch, setup, device, compile=compile)
             fields.update(time_step(step, repeats=repeats, warmup=warmup, warmup_s=warmup_s, budget_s=budget_s))
     except TopsAdvisorError:
         raise
