@@ -4,7 +4,8 @@
     python benchmarks/harness/train_round.py score ROUND/predicted.json ROUND/measured/train_points.json
 
 ``predict`` counts each point (the plan format of ``train_measure.py``: MODEL BATCHES PRECISIONS OPTIMIZERS
-MODES) and predicts it on the H200 with the shipped calibration, beside two peers on the same counted
+MODES; a ``compile`` point is counted with the inductor lowering and predicted in mode compiled) and predicts it
+on the H200 with the shipped calibration, beside two peers on the same counted
 operators: **naive** 3 x forward operations at a fixed MFU of 0.5 (llm-analysis's default
 ``flops_efficiency``), and **RuntimeEstimator**, PyTorch's roofline (torch/utils/_runtime_estimation.py,
 torch 2.14: per operator max(bytes / DRAM bandwidth, (FLOPs / 2) / (0.75 x peak)), the FLOPs of matmuls,
@@ -28,6 +29,7 @@ from train_measure import points_of, read_plan  # noqa: E402
 
 from tops_advisor.api import calibration_for  # noqa: E402
 from tops_advisor.catalog import load_catalog  # noqa: E402
+from tops_advisor.counting.lowering import lowering_for  # noqa: E402
 from tops_advisor.kinds import Phase  # noqa: E402
 from tops_advisor.roofline import device_perf  # noqa: E402
 from tops_advisor.train import TrainSetup  # noqa: E402
@@ -61,10 +63,11 @@ def predict(plan_path: Path, out: Path) -> None:
     for line in read_plan(plan_path.read_text().splitlines()):
         for batch, prec, opt, mode in points_of(line):
             setup = TrainSetup(prec, opt, checkpointing=mode == "ckpt")
+            predict_mode = "compiled" if mode == "compile" else "eager"
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                tw = count_training(line.model, batch, setup)
-            p = predict_training(tw, hw, perf=perf)
+                tw = count_training(line.model, batch, setup, lowering=lowering_for(predict_mode))
+            p = predict_training(tw, hw, perf=perf, mode=predict_mode)
             rows[key(line.model, batch, prec, opt, mode)] = {
                 "step_s": p.step_s, "forward_s": p.forward_s, "backward_s": p.backward_s,
                 "optimizer_s": p.optimizer_s, "peak_bytes": p.peak_memory_bytes, "bound": p.bound,
