@@ -171,6 +171,6 @@ def test_compiled_mode_predicts_inductors_step():
 
 
 def test_compiled_mode_refuses_an_llm_preset_in_one_line():
-    r = run("tinyllama", "-H", "h200-sxm", "--batch", "1", "--seq", "128", "--mode", "compiled")
+    r = run("llama2-7b", "-H", "h200-sxm", "--batch", "1", "--seq", "128", "--mode", "compiled")
     assert r.exit_code == 2 and "--mode compiled needs the model itself" in r.output
     assert "Traceback" not in r.output
