@@ -119,3 +119,28 @@ def test_tinyllama_model_file_matrix_products_agree():
         assert built[key] == pytest.approx(flops[key], rel=0.03)
     # per token 2 x (2 x 44,040,192 + 65,536,000) forward multiply-adds x 2 (the model file's docstring)
     assert built[(Phase.FORWARD, "matmul")] == 2 * T.SEQUENCE * (2 * 44_040_192 + 65_536_000)
+
+
+def test_tinyllama_host_parts_agree_with_the_counted_model():
+    """The eager host model prices the builder's backward operators as autograd-engine work (not as a
+    checkpointed recompute), as it prices the counted model's: each part's host time agrees within 5%."""
+    from tops_advisor.catalog import load_catalog
+    from tops_advisor.counting.training import count_training
+    from tops_advisor.train.predict import predict_training
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        counted = count_training(FIXTURES / "models" / "tinyllama_two_layers.py", 1, TrainSetup("bf16"))
+    spec = importlib.util.spec_from_file_location("tinyllama_prefill", EXAMPLES / "tinyllama_prefill.py")
+    T = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(T)
+    raw = {"model_type": "llama", "hidden_size": T.HIDDEN, "intermediate_size": T.INTERMEDIATE,
+           "num_attention_heads": T.HEADS, "num_key_value_heads": T.KV_HEADS, "num_hidden_layers": 2,
+           "vocab_size": T.VOCAB, "tie_word_embeddings": False}
+    built = build_training(config_from_dict(raw, name="tinyllama-2", use_transformers=False), 1, T.SEQUENCE,
+                           TrainSetup("bf16"))
+    assert not built.in_module[built.phase_index == 1].any()   # no checkpointing: nothing recomputed
+    hw = load_catalog().get("h200-sxm")
+    a, b = predict_training(counted, hw), predict_training(built, hw)
+    for phase in (Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER):
+        assert b.part(phase).host_s == pytest.approx(a.part(phase).host_s, rel=0.05)

@@ -68,6 +68,7 @@ class StepGraph(ProductsAndNorms):
         self._allocs: dict[int, list[float]] = {}
         self._kept: dict[str, list[str]] = {}
         self.recomputed = 0      # operators gradient checkpointing ran again in the backward
+        self.recompute: set[int] = set()   # their indices in ``ops``
 
     # --- operators and allocations ---------------------------------------------------------------------
     def op(self, name: str, kind: str, module: str, flops: float, read: float, written: float, *,
@@ -231,6 +232,7 @@ class StepGraph(ProductsAndNorms):
     def _recompute(self, layer: int) -> None:
         """Checkpointing: the layer's forward again (in the backward), keeping what its backward needs."""
         again = recompute_ops(self.cfg, self.tp, self.setup, self.batch, self.seq, layer)
+        self.recompute.update(range(len(self.ops), len(self.ops) + len(again)))
         self.ops.extend(again)
         self.recomputed += sum(1 for op in again if op.kernels >= 1)
         for node in self.nodes:

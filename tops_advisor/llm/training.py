@@ -145,7 +145,7 @@ def _assemble(cfg: LLMConfig, batch: int, seq: int, setup: TrainSetup, tp: Train
         loss=f"cross-entropy over {cfg.vocab_size} classes per token",
         autograd_nodes=autograd_nodes(graph.nodes, graph.rg, tp, sum(p.trainable for p in params)),
         optimizer_tensors=tensors, host_syncs=int(setup.grad_scaler), sync_op=unscale[-1] + 1 if unscale else -1,
-        tokens=batch * seq, recomputed_ops=graph.recomputed)
+        tokens=batch * seq, recomputed_ops=graph.recomputed, recompute=frozenset(graph.recompute))
 
 
 # autograd nodes behind each forward node in Hugging Face's code: a linear is view, t, mm, view; RMSNorm

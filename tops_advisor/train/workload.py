@@ -67,6 +67,8 @@ class TrainingWorkload:
     sync_op: int = -1                  # index of the first operator after the host sync (-1: none)
     tokens: int = 0                    # tokens per step, for language models (0: not a sequence model)
     recomputed_ops: int = 0            # operators gradient checkpointing runs again in the backward (launching)
+    recompute: frozenset[int] | None = None   # indices of those operators (all of them); None: the backward
+                                              # operators with a module path, as the counter records them
 
     @property
     def name(self) -> str:
@@ -84,8 +86,13 @@ class TrainingWorkload:
     @cached_property
     def in_module(self) -> np.ndarray:
         """Operators issued inside a module's forward: the forward's, and checkpointing's recompute in the
-        backward (the autograd engine's own operators run outside every module)."""
-        return np.array([bool(op.module) for op in self.workload.ops], dtype=bool)
+        backward (the autograd engine's own operators run outside every module). The LLM builder names
+        the recompute (``recompute``); a counted step's engine operators carry no module path."""
+        ops = self.workload.ops
+        if self.recompute is not None:
+            return np.array([op.phase == Phase.FORWARD or i in self.recompute for i, op in enumerate(ops)],
+                            dtype=bool)
+        return np.array([bool(op.module) for op in ops], dtype=bool)
 
     @cached_property
     def _flops_by_phase(self) -> dict[Phase, float]:
