@@ -273,7 +273,8 @@ def record_lines(rows: list[Scored], markdown: bool) -> list[str]:
 def tables(rows: list[Scored], markdown: bool) -> list[str]:
     lines = []
     for title, key in (("card", lambda r: r.card), ("source", lambda r: r.source),
-                       ("card x source", lambda r: f"{r.card} / {r.source}"), ("all", lambda r: "all")):
+                       ("card x source", lambda r: f"{r.card} / {r.source}"),
+                       ("source x precision", lambda r: f"{r.source} / {r.precision}"), ("all", lambda r: "all")):
         lines += _table(title, summary(rows, key), markdown) + [""]
     return lines
 
