@@ -127,8 +127,11 @@ def test_scorer_runs_on_a_two_record_fixture(tmp_path, capsys):
         assert math.isfinite(row["predicted_s"]) and row["predicted_s"] > 0
         assert row["error"] == pytest.approx((row["predicted_s"] - row["measured_s"]) / row["measured_s"])
     assert doc["all"][0]["n"] == 2
-    assert tps.main(["--markdown", "--data", str(tmp_path)]) == 0
+    out = tmp_path / "out" / "report.md"
+    out.parent.mkdir()
+    assert tps.main(["--markdown", "--data", str(tmp_path), "--write", str(out)]) == 0
     assert "| card |" in capsys.readouterr().out
+    assert "fixture.json" in out.read_text() and "## Records" in out.read_text()
 
 
 def test_gradient_accumulation_amortises_only_the_optimizer():
