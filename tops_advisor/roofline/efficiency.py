@@ -14,11 +14,12 @@ from .defaults import DEFAULTS, GemmTile, RooflineDefaults
 def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, units: int,
                     max_split_k: np.ndarray | float = 4.0, element_bytes: np.ndarray | float = 2.0,
                     tiles: tuple[GemmTile, ...] | None = None,
-                    defaults: RooflineDefaults = DEFAULTS) -> np.ndarray:
+                    defaults: RooflineDefaults = DEFAULTS, deep_split: bool = False) -> np.ndarray:
     """Fraction (0..1] of the large-GEMM rate reached by ``batch`` x (m x k)(k x n) products.
 
     ``max_split_k``: how far the library splits K to fill the machine (cuBLAS does for matmuls; cuDNN's
-    implicit-GEMM convolutions mostly do not: pass 1). ``element_bytes`` sets the alignment penalty: rows whose
+    implicit-GEMM convolutions mostly do not: pass 1); with ``deep_split`` (cuBLAS), a reduction
+    ``split_k_deep_ratio`` times deeper than the larger output side is split past it. ``element_bytes`` sets the alignment penalty: rows whose
     length (n or k) is not a multiple of 16 bytes force slower kernels. Shapes with m == 0 (no GEMM known)
     get 1.0. ``tiles``: the tile set (default: ``defaults.gemm_tiles``).
     """
@@ -31,13 +32,16 @@ def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarr
     known = m > 0
     ms, ns, ks = np.where(known, m, 1.0), np.where(known, n, 1.0), np.where(known, k, 1.0)
     best = np.zeros_like(ms)
+    # cuBLAS splits a deep reduction (a weight gradient) past its usual cap, until the tiles fill the machine
+    deep = deep_split & (ks >= d.split_k_deep_ratio.value * np.maximum(ms, ns))
+    cap = np.where(deep, np.inf, max_split_k)
     for tm, tn, quality in tiles:
         tiles_m, tiles_n = np.ceil(ms / tm), np.ceil(ns / tn)
         count = tiles_m * tiles_n * b
         padding = (ms * ns) / (tiles_m * tm * tiles_n * tn)
         # split K when there are too few tiles to fill the machine (each split keeps split_k_min_depth of K)
         split = np.clip(np.floor(units / count), 1.0,
-                        np.minimum(np.maximum(np.floor(ks / d.split_k_min_depth.value), 1.0), max_split_k))
+                        np.minimum(np.maximum(np.floor(ks / d.split_k_min_depth.value), 1.0), cap))
         work = count * split
         waves = np.ceil(work / units)
         occupancy = work / (waves * units)

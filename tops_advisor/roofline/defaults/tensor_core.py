@@ -159,6 +159,15 @@ class TensorCoreDefaults:
     # Each split keeps at least this much of K. Assumed (not measured): four 64-deep K tiles, enough for the
     # split's main loop to amortise its prologue and the reduction of the partial results.
     split_k_min_depth: Default[float] = Default(256.0, "assumed: four 64-deep K tiles per split")
+    # A reduction at least this many times deeper than the larger output side (a weight gradient: K = the
+    # tokens or pixels of the batch, m x n = a layer's weight) is split past those caps, until the tiles fill the
+    # machine: cuBLAS ran ResMLP-24's fp32 weight gradients (K 16x and 250x the larger side) with its split-K
+    # reduce kernel, 196 x 196 x 49152 at 30 TFLOPS, 8x what two splits allow. Below 16x the usual caps stand
+    # (unmeasured in between: forward GEMMs up to 8x deep, a GQA key/value projection, keep them).
+    split_k_deep_ratio: Default[float] = Default(
+        16.0, "H200 profile of timm resmlp_24_224 fp32 training (benchmarks/studies/training-compiled/h200-profile): "
+             "cublasLt splitKreduce_kernel with its weight-gradient GEMMs (K >= 16x the larger output side), the "
+             "shallowest of them; shallower GEMMs keep the caps fitted on forward ones")
     # GEMM tiles a BLAS library picks from, with the fraction of the large-GEMM rate each reaches when full
     # (CUTLASS/cuBLAS tile configurations). The (8, 128) tile stands for the GEMV / skinny kernels libraries
     # pick when m is tiny (LLM decode): they stream the weights, so a batch-1 product is memory-bound.

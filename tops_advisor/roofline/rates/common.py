@@ -67,7 +67,8 @@ def tile_efficiency(a: OpArrays, perf: DevicePerf, split_kind: OpKind, precision
     products = a.gemm_batch if split_kind == OpKind.MATMUL else a.groups
     return gemm_efficiency(a.m, a.n, a.k, products, perf.compute_units,
                            min(split, d.max_split_k_simt.value) if simt else split, elem,
-                           tiles=(d.gemm_tiles_simt if simt else d.gemm_tiles).value, defaults=d)
+                           tiles=(d.gemm_tiles_simt if simt else d.gemm_tiles).value, defaults=d,
+                           deep_split=split_kind == OpKind.MATMUL)
 
 
 def simt_conv_k_half(perf: DevicePerf, precision: str) -> float:
