@@ -20,7 +20,7 @@ fp16, ``GradScaler``), ``amp-bf16`` (autocast bf16, no scaler), ``bf16`` (weight
 state in bf16). Optimizers (``tops_advisor.train.OPTIMIZERS``): ``adamw`` (foreach), ``adam``, ``sgd``
 (momentum 0.9, foreach), ``adamw-fused``, ``adamw-8bit`` (bitsandbytes). Modes: ``eager``, ``ckpt`` (eager
 with the library's gradient checkpointing: timm's ``set_grad_checkpointing``, transformers'
-``gradient_checkpointing_enable``), ``compile`` (``torch.compile(model)``, inductor's default mode; the
+``gradient_checkpointing_enable``), ``cl`` (eager, model and batch channels-last), ``compile`` (``torch.compile(model)``, inductor's default mode; the
 optimizer stays eager; ``first_step_s`` holds the compilation). Loss (``--loss``): ``counted`` (the default)
 is the loss ``count_training`` backpropagates (a model file's ``loss()``, a scalar forward, a library
 model's task loss, else the sum of the output); ``study`` is the 2026-12-01 study's (cross-entropy on random
@@ -62,7 +62,7 @@ RANGE = "train:"                     # record_function names of the parts while 
 PROFILE_STEPS = 2
 COMPILE_RESERVE_S = 150.0            # a compile point starts only with this much of the time budget left
 KERNEL_NAME_CHARS = 200
-MODES = ("eager", "ckpt", "compile")
+MODES = ("eager", "ckpt", "compile", "cl")
 LOSSES = ("counted", "study")
 
 
@@ -173,7 +173,8 @@ def make_labels(out: torch.Tensor) -> tuple[str, torch.Tensor | None]:
 
 
 def setup_of(precision: str, optimizer: str, mode: str) -> TrainSetup:
-    return TrainSetup(precision=precision, optimizer=optimizer, checkpointing=mode == "ckpt")
+    return TrainSetup(precision=precision, optimizer=optimizer, checkpointing=mode == "ckpt",
+                      channels_last=mode == "cl")
 
 
 def measure_point(line: PlanLine, batch: int, prec: str, opt: str, mode: str, args,

@@ -62,7 +62,7 @@ def predict(plan_path: Path, out: Path) -> None:
     rows = {}
     for line in read_plan(plan_path.read_text().splitlines()):
         for batch, prec, opt, mode in points_of(line):
-            setup = TrainSetup(prec, opt, checkpointing=mode == "ckpt")
+            setup = TrainSetup(prec, opt, checkpointing=mode == "ckpt", channels_last=mode == "cl")
             predict_mode = "compiled" if mode == "compile" else "eager"
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

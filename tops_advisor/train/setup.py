@@ -48,6 +48,7 @@ class TrainSetup:
     optimizer: str = "adamw"
     checkpointing: bool = False
     lora: LoraSpec | None = None
+    channels_last: bool = False   # model and batch in channels-last (NHWC) memory format
 
     @property
     def autocast(self) -> bool:
@@ -63,6 +64,8 @@ class TrainSetup:
             parts.append("gradient checkpointing")
         if self.lora is not None:
             parts.append(self.lora.describe())
+        if self.channels_last:
+            parts.append("channels-last")
         return ", ".join(parts)
 
 

@@ -171,11 +171,23 @@ def prepare_step(source, batch: int, setup: TrainSetup, device: str, *, compile:
     _configure(model, setup, source.label)
     dtype = storage_dtype(setup)
     model = model.to(device, dtype=torch.bfloat16 if dtype == "bf16" else torch.float32).train()
+    if setup.channels_last:
+        model = model.to(memory_format=torch.channels_last)
     if compile:
         model = torch.compile(model)
     with torch.device(device):
         inputs = cast_inputs(source.inputs(batch, meta=False), dtype, device)
+    if setup.channels_last:
+        inputs = _channels_last(inputs)
     return TrainStep(model, inputs, setup, device, loss or counted_loss(source))
+
+
+def _channels_last(inputs):
+    """The batch's image tensors (4-D, floating point) in channels-last memory format; the rest as given."""
+    from torch.utils._pytree import tree_map_only
+
+    return tree_map_only(torch.Tensor, lambda t: t.to(memory_format=torch.channels_last)
+                         if t.dim() == 4 and t.is_floating_point() else t, inputs)
 
 
 def _memory(device: str, what: str) -> int | None:

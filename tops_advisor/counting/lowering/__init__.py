@@ -29,7 +29,7 @@ from ...workload import OpRecord
 from .eager_cuda import lower_pytorch_cuda
 from .facts import CountedOp, Flow, OpFacts, TensorFacts, Value
 from .inductor import lower_inductor_cuda
-from .inductor_layout import channels_last_convs
+from .inductor_layout import channels_last_convs, channels_last_step
 from .inductor_training import lower_inductor_step
 from .remat import saved_bytes
 from .tensorrt import lower_tensorrt
@@ -72,5 +72,5 @@ def lower(name: str, ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
 
 
 __all__ = ["INDUCTOR_CUDA", "LOWERINGS", "NO_LOWERING", "PYTORCH_CUDA", "TENSORRT", "CountedOp", "Flow", "OpFacts",
-           "TensorFacts", "Value", "channels_last_convs", "lower", "lower_inductor_cuda", "lower_inductor_step",
+           "TensorFacts", "Value", "channels_last_convs", "channels_last_step", "lower", "lower_inductor_cuda", "lower_inductor_step",
            "lower_pytorch_cuda", "lower_tensorrt", "lowering_for", "no_lowering", "saved_bytes"]

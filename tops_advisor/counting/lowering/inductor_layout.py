@@ -3,7 +3,8 @@ an eager model run channels-last. Pure (no torch).
 
 - **Layout** (``layout_optimization``): whether inductor runs a graph's 2-D convolutions channels-last
   (:func:`uses_channels_last`), and what a convolution becomes there (:func:`to_channels_last`: an implicit
-  GEMM, or a cuDNN NHWC convolution marked ``family="channels_last"``).
+  GEMM, or a cuDNN NHWC convolution marked ``family="channels_last"``); an eager model run channels-last
+  (:func:`channels_last_convs`, and a training step's :func:`channels_last_step`).
 - **Padding for library kernels**: ``pad_mm`` of compute-bound half-precision GEMMs with unaligned rows
   (:func:`pad_mm`), and the head-dimension padding of fused attention (:func:`sdpa_padding`).
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...kinds import OpKind
+from ...kinds import OpKind, Phase
 from ...units import BYTES_PER_ELEMENT
 from ...workload import CHANNELS_LAST_FAMILY, OpRecord, Workload
 from .facts import OpFacts
@@ -73,6 +74,24 @@ def channels_last_convs(w: Workload) -> Workload:
     marked ``family="channels_last"`` for their NHWC rates (``roofline.rates``); every other operator moves
     the same bytes in either layout."""
     return replace(w, ops=tuple(to_channels_last(o) for o in w.ops))
+
+
+def channels_last_step(ops: tuple[OpRecord, ...]) -> tuple[OpRecord, ...]:
+    """An eager training step run channels-last (model and batch ``.to(memory_format=torch.channels_last)``):
+    the forward's 2-D convolutions as ``channels_last_convs`` runs them, the backward's ungrouped ones as NHWC
+    implicit GEMMs (``_as_gemm``), and training batch norm without its one-block-per-channel kernels: on
+    channels-last input PyTorch picks cuDNN's persistent spatial mode (aten/src/ATen/native/cudnn/BatchNorm.cpp,
+    ``getCudnnBatchNormMode``: training and ChannelsLast -> CUDNN_BATCHNORM_SPATIAL_PERSISTENT) or its own
+    channels-last kernels (aten/src/ATen/native/cuda/Normalization.cuh, ``*_channels_last_kernel``: a 2-D grid
+    over channels and the reduction), both spread over the GPU, so its bytes price it."""
+    out = []
+    for r in ops:
+        if r.kind == OpKind.CONV and r.gemm is not None and r.gemm.spatial_dims == 2:
+            r = to_channels_last(r) if r.phase == Phase.FORWARD else _as_gemm(r)
+        elif r.family in ("batch_norm", "batch_norm_backward") and r.gemm is not None:
+            r = replace(r, gemm=None)
+        out.append(r)
+    return tuple(out)
 
 
 def _as_gemm(record: OpRecord) -> OpRecord:

@@ -13,7 +13,7 @@ from ...train import MemoryParts, TrainingWorkload, TrainSetup
 from ...workload import Note, NoteKind, Workload
 from ..counter import report_unsupported
 from ..library_models import LibraryModel
-from ..lowering import lower, saved_bytes
+from ..lowering import channels_last_step, lower, saved_bytes
 from ..model_file import ModelFile
 from ..notes import count_notes, source_notes
 from ..sources import ModelSource, load_model
@@ -67,6 +67,8 @@ def count_training(model: str | Path | ModelSource, batch: int = 1, setup: Train
     user_loss = getattr(source.module, "loss", None) if isinstance(source, ModelFile) else None
     found = run_step(module, args, kwargs, run, setup, label, user_loss, isinstance(source, LibraryModel))
     ops = lower(lowering, run.recorder.records)
+    if setup.channels_last and lowering == Lowering.PYTORCH_CUDA:   # inductor picks its own layout
+        ops = channels_last_step(ops)
     unsupported = dict(sorted(run.recorder.unsupported.items()))
     report_unsupported(label, unsupported, strict)
     params = list(module.parameters())
