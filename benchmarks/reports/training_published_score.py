@@ -163,7 +163,8 @@ class Predictor:
     def _setup(self, rec: dict):
         from tops_advisor.api import TrainSetup
 
-        return TrainSetup(rec["precision"], rec["optimizer"], checkpointing=rec.get("checkpointing") == "full")
+        return TrainSetup(rec["precision"], rec["optimizer"], checkpointing=rec.get("checkpointing") == "full",
+                          channels_last=rec.get("layout") == "channels_last")
 
     def step(self, rec: dict):
         """(TrainingWorkload, FSDP units) of one record at its batch."""

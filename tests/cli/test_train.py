@@ -174,3 +174,9 @@ def test_compiled_mode_refuses_an_llm_preset_in_one_line():
     r = run("llama2-7b", "-H", "h200-sxm", "--batch", "1", "--seq", "128", "--mode", "compiled")
     assert r.exit_code == 2 and "--mode compiled needs the model itself" in r.output
     assert "Traceback" not in r.output
+
+
+def test_channels_last_is_in_the_setup():
+    r = run(TRAIN / "tiny_mlp.py", "-H", "h200-sxm", "--batch", "8", "--channels-last", "--json")
+    assert r.exit_code == 0, r.output
+    assert "channels-last" in json.loads(r.stdout)["setup"]

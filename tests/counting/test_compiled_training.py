@@ -128,3 +128,24 @@ def test_compiled_memory_scales_the_saved_activations():
     assert compiled.memory.activations <= eager.memory.activations
     assert compiled.memory.weights == eager.memory.weights
     assert any("torch.compile saves" in n.text for n in compiled.workload.notes)
+
+
+def test_channels_last_step_runs_nhwc_convolutions_and_spread_batch_norm(tmp_path):
+    nchw = count_training(_bn_model(tmp_path), 8, TrainSetup(precision="amp"))
+    nhwc = count_training(_bn_model(tmp_path), 8, TrainSetup(precision="amp", channels_last=True))
+    assert "channels-last" in nhwc.setup.describe()
+
+    def convs(tw, phase):
+        return [op for op in tw.workload.ops if op.phase == phase and op.gemm is not None
+                and op.gemm.spatial_dims == 2]
+
+    # the 3x3 convolution with 8 input channels (aligned): an implicit GEMM forward and backward, same flops
+    assert all(op.kind == OpKind.CONV for op in convs(nchw, Phase.FORWARD) + convs(nchw, Phase.BACKWARD))
+    assert all(op.kind == OpKind.MATMUL for op in convs(nhwc, Phase.FORWARD) + convs(nhwc, Phase.BACKWARD))
+    assert sum(op.flops for op in nhwc.workload.ops) == sum(op.flops for op in nchw.workload.ops)
+    # training batch norm keeps its bytes but loses the per-channel rows (its NHWC kernels spread each channel)
+    bn = [op for op in nchw.workload.ops if op.family in ("batch_norm", "batch_norm_backward")]
+    bn_cl = [op for op in nhwc.workload.ops if op.family in ("batch_norm", "batch_norm_backward")]
+    assert [op.bytes for op in bn] == [op.bytes for op in bn_cl]
+    assert all(op.gemm is not None for op in bn) and all(op.gemm is None for op in bn_cl)
+    assert nhwc.memory.peak_bytes == nchw.memory.peak_bytes

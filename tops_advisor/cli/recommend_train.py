@@ -8,7 +8,7 @@ import click
 
 from .common import echo_json, load_model_arg
 
-TRAIN_OPTIONS = ("optimizer", "checkpointing", "lora", "step_time", "samples_per_s", "max_time", "samples",
+TRAIN_OPTIONS = ("optimizer", "checkpointing", "channels_last", "lora", "step_time", "samples_per_s", "max_time", "samples",
                  "devices", "strategy")
 
 
@@ -19,6 +19,7 @@ def train_options(fn):
                                                    "per GPU; --dtype fp32|tf32|bf16|amp|amp-bf16, default amp)."),
         click.option("--optimizer", help="--train: adamw (default), adam, sgd, adamw-fused, adamw-8bit."),
         click.option("--checkpointing", is_flag=True, help="--train: gradient checkpointing."),
+        click.option("--channels-last", is_flag=True, help="--train: model and batch channels-last (NHWC)."),
         click.option("--lora", metavar="r=N", help="--train: LoRA adapters of rank N, other weights frozen."),
         click.option("--step-time", help="--train: most time per optimizer step, with units (200ms)."),
         click.option("--samples-per-s", type=float, help="--train: samples/s to reach (all GPUs together)."),
@@ -45,7 +46,8 @@ def run_training(model, c, dtype_given: str | None, batch: int | None, options: 
     if batch is None:
         raise InputError("--train needs --batch (samples per optimizer step on each GPU)", hint="e.g. --batch 64")
     setup = TrainSetup(parse_train_precision(dtype_given or "amp"), parse_optimizer(options["optimizer"] or "adamw"),
-                       options["checkpointing"], parse_lora(options["lora"]) if options["lora"] else None)
+                       options["checkpointing"], parse_lora(options["lora"]) if options["lora"] else None,
+                       options["channels_last"])
     targets = TrainTargets(
         step_time_s=parse_latency_s(options["step_time"]) if options["step_time"] else None,
         samples_per_s=options["samples_per_s"], samples=options["samples"],

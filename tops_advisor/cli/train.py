@@ -18,6 +18,8 @@ from .common import console, echo_json, get_catalog, load_model_arg, model_comma
               help=f"One of {', '.join(TRAIN_PRECISIONS)} (amp: fp32 weights, autocast fp16, GradScaler).")
 @click.option("--optimizer", default="adamw", show_default=True, help=f"One of {', '.join(OPTIMIZERS)}.")
 @click.option("--checkpointing", is_flag=True, help="Gradient checkpointing, as the model's library offers it.")
+@click.option("--channels-last", is_flag=True,
+              help="Model and batch in channels-last memory format (NHWC convolutions and batch norm; eager mode).")
 @click.option("--lora", metavar="r=N", help="Train LoRA adapters of rank N on the linear layers (r=16[,alpha=32,"
                                              "targets=q_proj+v_proj]); every other weight frozen.")
 @click.option("--devices", type=click.IntRange(min=1), default=1, show_default=True,
@@ -32,8 +34,8 @@ from .common import console, echo_json, get_catalog, load_model_arg, model_comma
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even if a calibration exists.")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know.")
 @model_command_options
-def train(model, hardware_name, batch, dtype, optimizer, checkpointing, lora, devices, strategy, mode, calibration_path,
-          no_calibration, strict, task, seq, input_shape, catalog_dirs, as_json):
+def train(model, hardware_name, batch, dtype, optimizer, checkpointing, channels_last, lora, devices, strategy, mode,
+          calibration_path, no_calibration, strict, task, seq, input_shape, catalog_dirs, as_json):
     """Predict one optimizer step of MODEL on one device: forward, backward and optimizer time, MFU,
     samples/s and peak memory by part.
 
@@ -47,7 +49,7 @@ def train(model, hardware_name, batch, dtype, optimizer, checkpointing, lora, de
     from ..train import TrainSetup, parse_lora, parse_optimizer, parse_train_precision
 
     setup = TrainSetup(parse_train_precision(dtype), parse_optimizer(optimizer), checkpointing,
-                       parse_lora(lora) if lora else None)
+                       parse_lora(lora) if lora else None, channels_last)
     hw = get_catalog(catalog_dirs).get(hardware_name)
     cal = calibration_for(hw, calibration_path, use=not no_calibration)
     with progress(f"counting a training step of {model} at batch {batch}", enabled=not as_json):

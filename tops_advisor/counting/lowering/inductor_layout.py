@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from ...kinds import OpKind, Phase
 from ...units import BYTES_PER_ELEMENT
-from ...workload import CHANNELS_LAST_FAMILY, OpRecord, Workload
+from ...workload import CHANNELS_LAST_FAMILY, CONV_DGRAD_FAMILY, CONV_WGRAD_FAMILY, OpRecord, Workload
 from .facts import OpFacts
 
 # torch/_inductor/graph.py::decide_layout_opt
@@ -87,11 +87,24 @@ def channels_last_step(ops: tuple[OpRecord, ...]) -> tuple[OpRecord, ...]:
     out = []
     for r in ops:
         if r.kind == OpKind.CONV and r.gemm is not None and r.gemm.spatial_dims == 2:
-            r = to_channels_last(r) if r.phase == Phase.FORWARD else _as_gemm(r)
+            r = to_channels_last(r) if r.phase == Phase.FORWARD else backward_as_gemm(r)
         elif r.family in ("batch_norm", "batch_norm_backward") and r.gemm is not None:
             r = replace(r, gemm=None)
         out.append(r)
     return tuple(out)
+
+
+def backward_as_gemm(record: OpRecord) -> OpRecord:
+    """A channels-last convolution gradient (``CONV_DGRAD_FAMILY`` or ``CONV_WGRAD_FAMILY``) runs as an implicit
+    GEMM where its forward does (ungrouped, input channels a multiple of 8); its GEMM shape says the input
+    channels as dgrad's n and wgrad's n / window (``counting/handles/backward.py``)."""
+    g = record.gemm
+    if record.kind != OpKind.CONV or g is None or g.batch != 1 or g.spatial_dims != 2:
+        return record
+    channels = g.n if record.family == CONV_DGRAD_FAMILY else g.n // max(g.window, 1)
+    if record.family not in (CONV_DGRAD_FAMILY, CONV_WGRAD_FAMILY) or channels % _GEMM_CHANNEL_ALIGNMENT:
+        return record
+    return replace(record, kind=OpKind.MATMUL, dtype="tf32" if record.dtype == "fp32" else record.dtype)
 
 
 def _as_gemm(record: OpRecord) -> OpRecord:

@@ -27,7 +27,7 @@ from ...workload import OpRecord
 from .eager_cuda import lower_pytorch_cuda
 from .facts import CountedOp, Flow, Value
 from .inductor import INDUCTOR, SPLIT_REDUCTION_PREFIX, FusionPolicy, lower_fused
-from .inductor_layout import _as_gemm, uses_channels_last
+from .inductor_layout import backward_as_gemm, uses_channels_last
 
 _SPLITS = 2   # a split reduction's kernels: the partial sums, their combination
 # torch/_inductor/ir.py, Reduction.num_splits: a reduction of at most 8192 elements per output is not split
@@ -54,11 +54,8 @@ def lower_inductor_step(ops: Iterable[CountedOp]) -> tuple[OpRecord, ...]:
 
 def _backward_layout(counted: CountedOp) -> CountedOp:
     """A backward convolution of a channels-last graph: an implicit GEMM where its forward is one (ungrouped,
-    aligned input channels), else as counted."""
-    r = counted.record
-    if r.kind != OpKind.CONV:
-        return counted
-    return counted._replace(record=_as_gemm(r))
+    aligned input channels: ``backward_as_gemm``), else as counted."""
+    return counted._replace(record=backward_as_gemm(counted.record))
 
 
 def split_batch_norms(ops: list[CountedOp]) -> list[CountedOp]:
