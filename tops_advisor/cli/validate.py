@@ -28,11 +28,12 @@ DEFAULT_MODE = "both"
 @click.option("--mode", type=click.Choice(["graph", "eager", "both", "compiled"]),
               help="eager: plain PyTorch forward; graph: the forward captured once and replayed as a CUDA graph; "
                    f"compiled: torch.compile (default mode) captured and replayed as a CUDA graph [default: "
-                   f"{DEFAULT_MODE}]. --train measures eager steps.")
+                   f"{DEFAULT_MODE}]. --train measures eager steps, or compiled ones (torch.compile(model)).")
 @click.option("--train", is_flag=True,
               help="Measure one training step (forward and loss, backward, optimizer step) and its peak memory.")
 @click.option("--optimizer", help="With --train: adamw (default), adam, sgd, adamw-fused, adamw-8bit.")
 @click.option("--checkpointing", is_flag=True, help="With --train: the library's gradient checkpointing.")
+@click.option("--channels-last", is_flag=True, help="With --train: model and batch in channels-last memory format.")
 @click.option("--lora", "lora_text",
               help="With --train: LoRA adapters, e.g. r=16 or r=16,alpha=32,targets=q_proj+v_proj.")
 @click.option("--calibration", "calibration_path", type=click.Path(path_type=Path),
@@ -48,20 +49,20 @@ DEFAULT_MODE = "both"
 @click.option("--repeats", type=click.IntRange(1), default=30, show_default=True, help="Timed iterations.")
 @click.option("--warmup", type=click.IntRange(0), default=10, show_default=True, help="Untimed iterations first.")
 @model_command_options
-def validate(model, batch_text, dtype, mode, train, optimizer, checkpointing, lora_text, calibration_path, per_op,
+def validate(model, batch_text, dtype, mode, train, optimizer, checkpointing, channels_last, lora_text, calibration_path, per_op,
              plot_path, device, hardware_name, repeats, warmup, task, seq, input_shape, catalog_dirs, as_json):
     """Measure MODEL on this machine's GPU and compare with the prediction for that GPU.
 
     MODEL is a .py file (build_model/example_inputs) or timm:NAME, torchvision:NAME, hf:PATH_OR_ID."""
     command = "tops-advisor " + " ".join(sys.argv[1:])
     if train:
-        setup = _train_setup(dtype, optimizer, checkpointing, lora_text, mode, per_op, plot_path)
+        setup = _train_setup(dtype, optimizer, checkpointing, lora_text, mode, per_op, plot_path, channels_last)
         batch = _one_batch(batch_text)
         _validate_train(load_model_arg(model, task, seq, input_shape), batch, setup, get_catalog(catalog_dirs),
                         hardware_name, calibration_path, device, repeats, warmup, command, as_json, mode or "eager")
         return
     given = [name for name, v in (("--optimizer", optimizer), ("--checkpointing", checkpointing),
-                                  ("--lora", lora_text)) if v]
+                                  ("--channels-last", channels_last), ("--lora", lora_text)) if v]
     if given:
         raise InputError(f"{given[0]} applies to a training step; add --train to measure one")
     from ..validate.run import MEASURABLE_DTYPES, run_validation
@@ -101,7 +102,7 @@ def _one_batch(batch_text: str | None) -> int:
     return batches[0]
 
 
-def _train_setup(dtype, optimizer, checkpointing, lora_text, mode, per_op, plot_path):
+def _train_setup(dtype, optimizer, checkpointing, lora_text, mode, per_op, plot_path, channels_last=False):
     """The TrainSetup the options name; InputError for an option --train does not take."""
     from ..train import TrainSetup, parse_lora, parse_optimizer, parse_train_precision
 
@@ -112,7 +113,7 @@ def _train_setup(dtype, optimizer, checkpointing, lora_text, mode, per_op, plot_
         raise InputError(f"{'--per-op' if per_op else '--plot'} applies to forward passes, not to --train")
     return TrainSetup(precision=parse_train_precision(dtype or "fp32"),
                       optimizer=parse_optimizer(optimizer or "adamw"), checkpointing=checkpointing,
-                      lora=parse_lora(lora_text) if lora_text else None)
+                      lora=parse_lora(lora_text) if lora_text else None, channels_last=channels_last)
 
 
 def _validate_train(source, batch, setup, catalog, hardware_name, calibration_path, device, repeats, warmup,
