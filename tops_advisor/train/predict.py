@@ -150,7 +150,9 @@ def host_times(a: OpArrays, phase: np.ndarray, tw: TrainingWorkload, perf: Devic
                                       scale * td.checkpoint_hook_s.value)
     first_opt = np.flatnonzero(opt)
     if first_opt.size:
-        host[first_opt[0]] += scale * td.optimizer_tensor_s.value * tw.optimizer_tensors
+        # torch.optim's Python per parameter runs in optimizer.step(); GradScaler.step reads found_inf first
+        at = tw.sync_op if first_opt[0] < tw.sync_op < len(host) else first_opt[0]
+        host[at] += scale * td.optimizer_tensor_s.value * tw.optimizer_tensors
     return host
 
 
@@ -170,13 +172,6 @@ def compiled_host_times(a: OpArrays, phase: np.ndarray, tw: TrainingWorkload, pe
             host[ops[0]] += scale * td.compiled_graph_call_s.value
         if ops.size and part == 1:   # the AccumulateGrad node of each trainable parameter, after the graph
             host[ops[-1]] += scale * td.backward_node_s.value * tw.optimizer_tensors
-    opt = np.flatnonzero(phase == 2)
-    if opt.size and opt[0] < tw.sync_op < len(host):
-        # GradScaler.step reads found_inf before it calls optimizer.step(), whose Python per parameter
-        # (_init_group) runs after the wait; the device, done with the compiled backward, waits for it
-        per_tensor = scale * td.optimizer_tensor_s.value * tw.optimizer_tensors
-        host[opt[0]] -= per_tensor
-        host[tw.sync_op] += per_tensor
     return host
 
 
