@@ -39,6 +39,10 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import published_score  # noqa: E402
+from published_score import _abs_pct, _pct  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA_DIR = ROOT / "benchmarks" / "published" / "training"
 ASIDE_DIR = DATA_DIR / "aside"   # held back from whoever changes the predictor; scored only with --aside
@@ -79,12 +83,7 @@ class Scored:
 
 def load_sources(data_dir: Path = DATA_DIR) -> list[dict]:
     """Every source file of ``data_dir`` (not its subfolders), each with its file name as ``file``."""
-    out = []
-    for path in sorted(Path(data_dir).glob("*.json")):
-        doc = json.loads(path.read_text())
-        doc["file"] = path.name
-        out.append(doc)
-    return out
+    return published_score.load_sources(data_dir)
 
 
 def is_llm(workload: str) -> bool:
@@ -238,14 +237,6 @@ def summary(rows: list[Scored], key) -> list[dict]:
 
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:+.0f}%"
-
-
-def _abs_pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.0f}%"
 
 
 def _table(title: str, stats: list[dict], markdown: bool) -> list[str]:
