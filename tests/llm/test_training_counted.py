@@ -97,9 +97,10 @@ def test_memory_agrees_with_the_counted_model(config_dir, name):
     assert built.peak_bytes + meta == pytest.approx(counted.peak_bytes, rel=0.03)
 
 
-def test_tinyllama_model_file_matrix_products_agree():
-    """examples/tinyllama_prefill.py (plain torch, its loss the sum of the logits) and a config of its shape:
-    every GEMM of the forward and the backward, and the forward's attention."""
+@pytest.fixture(scope="module")
+def tinyllama_pair():
+    """(counted, built, the example module): the two-layer TinyLlama model file counted for one bf16 step, and
+    the same shape built from a config (examples/tinyllama_prefill.py's constants)."""
     from tops_advisor.counting.training import count_training
 
     with warnings.catch_warnings():
@@ -108,12 +109,18 @@ def test_tinyllama_model_file_matrix_products_agree():
     spec = importlib.util.spec_from_file_location("tinyllama_prefill", EXAMPLES / "tinyllama_prefill.py")
     T = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(T)
-
     raw = {"model_type": "llama", "hidden_size": T.HIDDEN, "intermediate_size": T.INTERMEDIATE,
            "num_attention_heads": T.HEADS, "num_key_value_heads": T.KV_HEADS, "num_hidden_layers": 2,
            "vocab_size": T.VOCAB, "tie_word_embeddings": False}
     cfg = config_from_dict(raw, name="tinyllama-2", use_transformers=False)
-    built = _flops(build_training(cfg, 1, T.SEQUENCE, TrainSetup("bf16")))
+    return counted, build_training(cfg, 1, T.SEQUENCE, TrainSetup("bf16")), T
+
+
+def test_tinyllama_model_file_matrix_products_agree(tinyllama_pair):
+    """examples/tinyllama_prefill.py (plain torch, its loss the sum of the logits) and a config of its shape:
+    every GEMM of the forward and the backward, and the forward's attention."""
+    counted, built_step, T = tinyllama_pair
+    built = _flops(built_step)
     flops = _flops(counted)
     for key in ((Phase.FORWARD, "matmul"), (Phase.BACKWARD, "matmul"), (Phase.FORWARD, "attention")):
         assert built[key] == pytest.approx(flops[key], rel=0.03)
@@ -121,24 +128,13 @@ def test_tinyllama_model_file_matrix_products_agree():
     assert built[(Phase.FORWARD, "matmul")] == 2 * T.SEQUENCE * (2 * 44_040_192 + 65_536_000)
 
 
-def test_tinyllama_host_parts_agree_with_the_counted_model():
+def test_tinyllama_host_parts_agree_with_the_counted_model(tinyllama_pair):
     """The eager host model prices the builder's backward operators as autograd-engine work (not as a
     checkpointed recompute), as it prices the counted model's: each part's host time agrees within 5%."""
     from tops_advisor.catalog import load_catalog
-    from tops_advisor.counting.training import count_training
     from tops_advisor.train.predict import predict_training
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        counted = count_training(FIXTURES / "models" / "tinyllama_two_layers.py", 1, TrainSetup("bf16"))
-    spec = importlib.util.spec_from_file_location("tinyllama_prefill", EXAMPLES / "tinyllama_prefill.py")
-    T = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(T)
-    raw = {"model_type": "llama", "hidden_size": T.HIDDEN, "intermediate_size": T.INTERMEDIATE,
-           "num_attention_heads": T.HEADS, "num_key_value_heads": T.KV_HEADS, "num_hidden_layers": 2,
-           "vocab_size": T.VOCAB, "tie_word_embeddings": False}
-    built = build_training(config_from_dict(raw, name="tinyllama-2", use_transformers=False), 1, T.SEQUENCE,
-                           TrainSetup("bf16"))
+    counted, built, _ = tinyllama_pair
     assert not built.in_module[built.phase_index == 1].any()   # no checkpointing: nothing recomputed
     hw = load_catalog().get("h200-sxm")
     a, b = predict_training(counted, hw), predict_training(built, hw)
