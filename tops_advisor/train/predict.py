@@ -225,11 +225,11 @@ _MODE_ASSUMPTION = {
 TRAINING_MODES = tuple(_MODE_ASSUMPTION)
 
 
-def _check_mode(mode: Mode, tw: TrainingWorkload) -> None:
+def _check_mode(mode: Mode | str, tw: TrainingWorkload) -> None:
     """Compiled mode predicts a step counted with the inductor lowering, the other modes one counted without."""
-    compiled = tw.workload.lowering == Lowering.INDUCTOR_CUDA
     if mode not in _MODE_ASSUMPTION:
         raise InputError(f"unknown training mode {mode!r}; expected one of {', '.join(TRAINING_MODES)}")
+    compiled = tw.workload.lowering == Lowering.INDUCTOR_CUDA
     if (mode == Mode.COMPILED) != compiled:
         raise InputError(f"training mode {mode} needs a step counted with the "
                          f"{'inductor-cuda' if mode == Mode.COMPILED else 'pytorch-cuda'} lowering, got "
@@ -242,13 +242,13 @@ def predict_training(tw: TrainingWorkload, hardware: Hardware, calibration: Cali
     """One steady-state optimizer step of ``tw`` on ``hardware`` (eager PyTorch: the host issues every
     operator; ``compiled``: ``torch.compile(model)``'s kernels, ``tw`` counted with the inductor lowering;
     ``graph``: the eager kernels with no host cost, a lower bound)."""
-    mode = Mode(mode) if mode in set(Mode) else mode
+    _check_mode(mode, tw)
+    mode = Mode(mode)
     perf = perf or device_perf(hardware, calibration)
     a = op_arrays(tw.workload)
     t = device_times(a, perf)
     device = t.device
     phase = tw.phase_index
-    _check_mode(mode, tw)
     host = (host_times(a, phase, tw, perf, training_defaults) if mode == Mode.EAGER
             else compiled_host_times(a, phase, tw, perf, training_defaults) if mode == Mode.COMPILED
             else np.zeros_like(device))
