@@ -38,6 +38,7 @@ from tops_advisor.validate.measure import (
     DTYPES,
     capture_graph,
     cast_inputs,
+    channels_last_inputs,
     environment,
     forward_fn,
     is_oom,
@@ -152,6 +153,7 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=3, help="profiled forwards per run (median per call)")
     ap.add_argument("--repeats", type=int, default=15, help="timed graph/eager forwards per run")
     ap.add_argument("--time-budget", type=float, default=1e9)
+    ap.add_argument("--channels-last", action="store_true", help="model and inputs in channels-last memory format")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -173,6 +175,8 @@ def main() -> int:
         for dtype in args.dtypes.split(","):
             torch.manual_seed(0)
             model = model_file.build(meta=False).to("cuda", dtype=DTYPES[dtype]).eval()
+            if args.channels_last:
+                model = model.to(memory_format=torch.channels_last)
             for batch in [int(b) for b in batches.split(",")]:
                 if time.time() - t0 > args.time_budget:
                     print("time budget reached; stopping", file=sys.stderr)
@@ -180,7 +184,10 @@ def main() -> int:
                     return 0
                 run = {"model": path, "dtype": dtype, "batch": batch}
                 try:
-                    forward = forward_fn(model, cast_inputs(model_file.inputs(batch, meta=False), dtype, "cuda"))
+                    inputs = cast_inputs(model_file.inputs(batch, meta=False), dtype, "cuda")
+                    if args.channels_last:
+                        inputs = channels_last_inputs(inputs)
+                    forward = forward_fn(model, inputs, autocast=dtype == "amp")
                     with torch.inference_mode():
                         t = time_fn(forward, args.repeats, 3)
                         run["eager_s"] = t.median_s

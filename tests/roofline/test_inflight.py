@@ -63,3 +63,14 @@ def test_the_h200_keeps_its_measured_shares():
     h200 = load_hardware_file(REPO / "hardware_db" / "h200-sxm.toml")
     assert inflight_scale(h200, DEFAULTS) == pytest.approx(1.0)
     assert device_perf(h200).defaults.kind_bandwidth_factor_by_width == DEFAULTS.kind_bandwidth_factor_by_width
+
+
+def test_autocast_batch_norm_scales_like_the_16_bit_kernels():
+    # cuDNN's half batch norm (one kernel, fp32 weights) at 0.3 / 0.6 on the reference; scale 4 on the toy Ada card:
+    # 0.3 x 4 = 1.2, capped at the 32-bit 0.6
+    d = replace(ROUND, cudnn_half_batch_norm_bandwidth_factor=t({"16-bit": 0.3, "32-bit": 0.6}))
+    op = OpRecord("aten.cudnn_batch_norm", "norm", "bn", 0.0, 5e8, 5e8, dtype="fp16", family="batch_norm")
+    p = predict(Workload("w", 1, "fp16", (op,)), ADA, perf=device_perf(ADA, defaults=d))
+    assert p.ops[0].memory_s == pytest.approx(1e9 / (500e9 * 0.6))
+    ref = predict(Workload("w", 1, "fp16", (op,)), make_hardware(), perf=device_perf(make_hardware(), defaults=d))
+    assert ref.ops[0].memory_s == pytest.approx(1e9 / (500e9 * 0.3))

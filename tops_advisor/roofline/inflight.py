@@ -13,8 +13,10 @@ that needs fewer bytes in flight per SM (``inflight_scale`` > 1: an RTX 4090 nee
     16-bit share = min(32-bit share, H200 16-bit share x scale)
     32-bit share = min(32-bit share, max(32-bit share, 2 x H200 16-bit share) x scale)
 
-On the H200 the scale is 1 and both are the measured shares. Kinds without a width split (norms, softmax,
-depthwise) keep their shares: the profiles do not show what limits them.
+On the H200 the scale is 1 and both are the measured shares. cuDNN's inference batch norm on half activations
+(autocast) is such a kernel too: it runs at its fp32 twin's element rate (``cudnn_half_batch_norm_bandwidth_factor``,
+profiled after blind round 26). Other kinds without a width split (the native norms, softmax, depthwise) keep their
+shares: the profiles do not show what limits them.
 """
 
 from __future__ import annotations
@@ -58,7 +60,9 @@ def defaults_for(hw: Hardware, d: RooflineDefaults) -> RooflineDefaults:
     scale = inflight_scale(hw, d)
     if scale == 1.0:
         return d
-    table = d.kind_bandwidth_factor_by_width
-    return replace(d, kind_bandwidth_factor_by_width=replace(
-        table, value=width_shares(table.value, scale),
-        source=f"{table.source}; at {scale:.2f}x the H200's bytes in flight per SM (roofline/inflight.py)"))
+    note = f"; at {scale:.2f}x the H200's bytes in flight per SM (roofline/inflight.py)"
+    table, bn = d.kind_bandwidth_factor_by_width, d.cudnn_half_batch_norm_bandwidth_factor
+    return replace(d, kind_bandwidth_factor_by_width=replace(table, value=width_shares(table.value, scale),
+                                                             source=table.source + note),
+                   cudnn_half_batch_norm_bandwidth_factor=replace(
+                       bn, value=width_shares({"bn": bn.value}, scale)["bn"], source=bn.source + note))
