@@ -4,7 +4,8 @@ For each model record of the given source files (benchmarks/published/*.json) wh
 ``--min-error``, the prediction is made exactly as ``published_score.py`` makes it (same workload counting,
 card, mode, host scale) and its operators are summed into a few groups:
 
-- ``conv compute``: convolutions priced at a matrix rate (dense 3x3 / 1x1 convolutions at batch),
+- ``conv compute``: convolutions priced at a matrix rate (dense 3x3 / 1x1 convolutions at batch; in TensorRT
+  mode the convolutions the engine lowering turned into implicit GEMMs count here too, by their name),
 - ``conv memory``: convolutions priced by their bytes (depthwise and other grouped or tiny convolutions),
 - ``matmul``: linear layers, attention and other GEMMs (any bound),
 - ``elementwise/norm``: memory-bound elementwise, normalisation, reduction and data-movement operators,
@@ -36,11 +37,11 @@ def _scorer():
     return module
 
 
-def group_of(kind: str, bound: str) -> str:
+def group_of(name: str, kind: str, bound: str) -> str:
     """The group an operator's predicted time is summed into (module docstring)."""
     if bound == "overhead":
         return "launch"
-    if kind == "conv":
+    if kind == "conv" or "convolution" in name:
         return "conv compute" if bound == "compute" else "conv memory"
     if kind in ("matmul", "attention", "bmm", "linear"):
         return "matmul"
@@ -63,7 +64,7 @@ def shares(pred) -> dict[str, float]:
     """Each group's share of the predicted device time."""
     total: dict[str, float] = defaultdict(float)
     for op in pred.ops:
-        total[group_of(op.kind, op.bound)] += op.latency_s
+        total[group_of(op.name, op.kind, op.bound)] += op.latency_s
     device = sum(total.values()) or 1.0
     return {g: total[g] / device for g in GROUPS}
 
