@@ -85,7 +85,7 @@ def rows(files: list[str], min_error: float) -> list[list[str]]:
             if abs(error) <= min_error:
                 continue
             s = shares(pred)
-            out.append([rec["workload"].rsplit("/", 1)[-1], str(rec["batch"]), rec["precision"], rec["run"],
+            out.append([rec["card"], rec["workload"].rsplit("/", 1)[-1], str(rec["batch"]), rec["precision"], rec["run"],
                         f"{error:+.0%}", f"{pred.device_time_s * 1e3:.2f}", f"{pred.host_time_s * 1e3:.2f}",
                         *(f"{s[g]:.0%}" for g in GROUPS)])
     return out
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = ap.parse_args(argv)
     ps = _scorer()
-    head = ["workload", "batch", "precision", "run", "error", "device ms", "host ms", *GROUPS]
+    head = ["card", "workload", "batch", "precision", "run", "error", "device ms", "host ms", *GROUPS]
     render = ps.markdown if args.markdown else ps.plain
     print(render([head, *rows(args.files, args.min_error)]))
     return 0
