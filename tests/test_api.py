@@ -69,3 +69,21 @@ def test_fsdp_plan_of_an_llm_config_wraps_each_layer():
     plan = r.plan
     # the step's compute hides every gather but the first of llama3-8b's 32 layers: a third of the traffic / 32
     assert plan.exposed_comm_s == pytest.approx(plan.comm_s / 3 / 32, rel=1e-6)
+
+
+# --- channels-last inference ----------------------------------------------------------------------------------
+
+def test_channels_last_runs_the_eager_convolutions_nhwc_and_leaves_compiled_kernels_alone():
+    from tops_advisor.api import ModelCosts
+    from tops_advisor.kinds import OpKind
+    from tops_advisor.workload import CHANNELS_LAST_FAMILY
+
+    nchw = ModelCosts(SMALL, base_dtype="fp16")
+    nhwc = ModelCosts(SMALL, base_dtype="fp16", channels_last=True)
+    convs = [o for o in nhwc.at(8).ops if o.kind == OpKind.CONV]
+    assert convs and all(o.family == CHANNELS_LAST_FAMILY for o in convs)
+    assert not any(o.family == CHANNELS_LAST_FAMILY for o in nchw.at(8).ops if o.kind == OpKind.CONV)
+    # the same operators otherwise: the layout changes kernels, not what is counted
+    assert [o.name for o in nhwc.at(8).ops] == [o.name for o in nchw.at(8).ops]
+    # inductor picks its own layout: compiled workloads are the same with or without the flag
+    assert nhwc.at(8, mode="compiled").ops == nchw.at(8, mode="compiled").ops

@@ -31,7 +31,7 @@ from .catalog import Catalog, Hardware, load_catalog
 from .costs import Cost, CostSettings, PriceKind, Pricing, busy_fraction, load_pricing
 from .errors import CountingError, DoesNotFitError, check_batch
 from .formatting import fmt_bytes, fmt_memory
-from .kinds import Mode
+from .kinds import Lowering, Mode
 from .roofline import Prediction, device_perf, predict
 from .roofline.hosts import HostProfile, host_perf
 from .scaling import batch_affine, retype
@@ -61,11 +61,15 @@ class ModelCosts:
 
     ``mode`` picks the kernels the workloads list: eager PyTorch's for "graph" and "eager", inductor's fused
     kernels for "compiled" (``counting/lowering/inductor.py``); ``at(..., mode=...)`` overrides it per call.
+    ``channels_last``: model and input in channels-last memory format (``model.to(memory_format=
+    torch.channels_last)``): eager PyTorch's kernels run their convolutions as cuDNN's NHWC kernels
+    (``counting.lowering.channels_last_convs``); inductor and TensorRT choose their own layouts, so it changes
+    nothing in those modes.
     """
 
     def __init__(self, model, *, base_dtype: str = "fp16", strict: bool = False, batches: tuple[int, int] = (1, 2),
                  task: str | None = None, seq: int | None = None, input_shape: tuple[int, ...] | None = None,
-                 mode: str = "graph"):
+                 mode: str = "graph", channels_last: bool = False):
         from .counting import count, load_model  # torch is only needed here
 
         check_model_for_mode(model, mode)
@@ -78,6 +82,7 @@ class ModelCosts:
         self.strict = strict
         self._count = count
         self.mode = mode
+        self.channels_last = channels_last
         self._batches = batches
         self._cache: dict[tuple[int, str, tuple[str, bool]], Workload] = {}
         self._affine_ok: dict[tuple[str, bool], bool] = {}
@@ -123,7 +128,11 @@ class ModelCosts:
             self._cache[(batch, base, how)] = w
         else:
             w = self._counted(batch, base, how)
-        return retype(w, dtype) if dtype != base else w
+        w = retype(w, dtype) if dtype != base else w
+        if self.channels_last and how[0] == Lowering.PYTORCH_CUDA:
+            from .counting.lowering import channels_last_convs
+            w = channels_last_convs(w)
+        return w
 
 
 def check_model_for_mode(model, mode: str) -> None:
@@ -184,14 +193,15 @@ class ModelAnalysis:
 
 def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", mode: str = "graph",
                   calibration: tuple[Calibration | None, str] = (None, ""), tf32_matmul: bool = False,
-                  strict: bool = False, host: HostProfile | None = None, pricing: Pricing | None = None
-                  ) -> ModelAnalysis:
+                  strict: bool = False, host: HostProfile | None = None, pricing: Pricing | None = None,
+                  channels_last: bool = False) -> ModelAnalysis:
     """Count ``model`` (a path, a library spec or a ``counting.load_model`` result) at ``batch`` and predict
     it on ``hw``. Precisions without eager kernels (fp8, int8, ...) are counted in fp16 and rescaled; "amp" is
     counted under autocast; ``mode`` "compiled" counts inductor's kernels (docs/compiled.md), "tensorrt" a
     TensorRT engine's (docs/tensorrt.md; int8 where ``hw`` has an int8 peak). ``host``: an
     eager host profile (``roofline/hosts.py``) priced in place of the calibration's host cost. ``pricing``
-    (``load_pricing``): what the operating point costs, rented and bought (``operating_costs``)."""
+    (``load_pricing``): what the operating point costs, rented and bought (``operating_costs``).
+    ``channels_last``: model and input channels-last (``ModelCosts``)."""
     import warnings
 
     from .accuracy import expected_error, model_family
@@ -210,7 +220,8 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
     base = dtype if dtype in _COUNT_DTYPES else "fp16"
     with warnings.catch_warnings():  # unsupported operators are in the workload; the caller shows them
         warnings.simplefilter("ignore", UnsupportedOpWarning)
-        costs = ModelCosts(model, base_dtype=base, strict=strict, batches=(batch, batch), mode=mode)
+        costs = ModelCosts(model, base_dtype=base, strict=strict, batches=(batch, batch), mode=mode,
+                           channels_last=channels_last)
     workload = costs.at(batch, dtype)
     perf = device_perf(hw, *calibration)
     if host is not None:

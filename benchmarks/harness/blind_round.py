@@ -40,7 +40,8 @@ def _perfs(hw):
     return device_perf(hw), device_perf(hw, cal, source), grid, modules
 
 
-def predict_cases(models: list[str], batches: list[int], dtype: str, compiled: bool = False) -> dict:
+def predict_cases(models: list[str], batches: list[int], dtype: str, compiled: bool = False,
+                  channels_last: bool = False) -> dict:
     from tops_advisor.api import ModelCosts, load_catalog, predict
 
     hw = load_catalog().get(HARDWARE)
@@ -48,7 +49,7 @@ def predict_cases(models: list[str], batches: list[int], dtype: str, compiled: b
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     rows = []
     for spec in models:
-        costs = ModelCosts(spec, base_dtype=dtype)
+        costs = ModelCosts(spec, base_dtype=dtype, channels_last=channels_last)
         for batch in batches:
             # each mode's own count: a forward can take another path under CUDA-graph capture (HF attention
             # asks whether it is being captured); rounds 13-22 predicted eager from the captured count
@@ -66,7 +67,7 @@ def predict_cases(models: list[str], batches: list[int], dtype: str, compiled: b
                 for label, perf in (("datasheet", plain), ("calibrated", calibrated)):
                     row[f"compiled_{label}_s"] = predict(wc, hw, mode="compiled", perf=perf).latency_s
             rows.append(row)
-    return {"hardware": HARDWARE, "frozen_at": commit, "rows": rows}
+    return {"hardware": HARDWARE, "frozen_at": commit, "channels_last": channels_last, "rows": rows}
 
 
 def merged(paths: list[str], eager_best: bool = False) -> dict:
@@ -196,6 +197,8 @@ def main() -> int:
     p.add_argument("--batches", default="1,8,32,128")
     p.add_argument("--dtype", default="fp16")
     p.add_argument("--compiled", action="store_true", help="also predict --mode compiled")
+    p.add_argument("--channels-last", action="store_true", help="model and input channels-last (measure_models.py "
+                                                                "--channels-last)")
     p.add_argument("--out", required=True)
     s = sub.add_parser("score", help="score committed predictions against measurements")
     s.add_argument("predictions")
@@ -219,7 +222,8 @@ def main() -> int:
     if args.step == "predict":
         models = [ln.strip() for ln in Path(args.models_file).read_text().splitlines() if ln.strip()
                   and not ln.startswith("#")]
-        result = predict_cases(models, [int(b) for b in args.batches.split(",")], args.dtype, args.compiled)
+        result = predict_cases(models, [int(b) for b in args.batches.split(",")], args.dtype, args.compiled,
+                               args.channels_last)
         Path(args.out).write_text(json.dumps(result, indent=1))
         return 0
     launch = launch_us(args.launch_files) if args.launch_files else args.kernel_eager_us

@@ -36,6 +36,7 @@ def main() -> int:
     ap.add_argument("--profile-batch", type=int, default=0, help="also profile per aten op at this batch")
     ap.add_argument("--time-budget", type=float, default=1e9, help="stop after this many seconds")
     ap.add_argument("--modes", default="eager,graph", help="comma-separated: eager, graph, compiled")
+    ap.add_argument("--channels-last", action="store_true", help="model and inputs in channels-last memory format")
     ap.add_argument("--out", required=True)
     ap.add_argument("--launch-out", help="also probe the eager launch time (probe.overhead.eager_kernel_s, median "
                                          "of 3) right before each model, dtype and batch, and write the probes "
@@ -76,7 +77,7 @@ def main() -> int:
                     Path(args.launch_out).write_text(json.dumps({"probes": probes}, indent=1))
                 measure_batches(model_file, [batch], dtype, repeats=args.repeats, warmup=args.warmup,
                                 profile=batch == args.profile_batch, model_name=path, keep_going=True,
-                                modes=tuple(args.modes.split(",")),
+                                modes=tuple(args.modes.split(",")), channels_last=args.channels_last,
                                 progress=progress)
     out.write_text(json.dumps(results.model_dump(), indent=1))
     return 0

@@ -46,6 +46,11 @@ HOST_RUNS = ("eager", "amp")   # the runs an eager host profile applies to
 MIN_FIT_MODELS = 2             # a host scale is fitted to the rows of at least this many other models
 SOURCE_FIELDS = ("title", "url", "version", "table")
 RECORD_FIELDS = ("card", "workload", "batch", "precision", "run", "metric", "value", "pointer")
+# What a record's ``input_copy`` may say: the timed region copies the model input to the device from host
+# memory the timing process has not touched, a DataLoader worker's shared memory (torch's default_collate
+# allocates a worker's batch in shared memory; the main process maps it and faults each page in during the
+# copy). Its rate is fitted with the environment's host scale (hosts.fit_host).
+INPUT_COPIES = ("dataloader-shared-memory",)
 
 
 @dataclass
@@ -98,6 +103,8 @@ def record_problems(rec: dict, card_ids: set[str], root: Path = ROOT) -> list[st
         problems.append(f"clock must be 'sustained' or 'burst', got {rec['clock']!r}")
     if "power_mode" in rec and not (isinstance(rec["power_mode"], str) and rec["power_mode"].strip()):
         problems.append(f"power_mode must be a mode name (nvpmodel's, e.g. MAXN), got {rec['power_mode']!r}")
+    if "input_copy" in rec and rec["input_copy"] not in INPUT_COPIES:
+        problems.append(f"input_copy must be one of {', '.join(INPUT_COPIES)}, got {rec['input_copy']!r}")
     if "environment" in rec and not (isinstance(rec["environment"], str) and rec["environment"].strip()):
         problems.append(f"environment must be a non-empty name, got {rec['environment']!r}")
     if not (isinstance(rec["value"], (int, float)) and rec["value"] > 0):
@@ -165,6 +172,12 @@ def measured_latency_s(rec: dict) -> float:
     return 2.0 * m * n * k / (value * 1e12)
 
 
+def timed_copy_bytes(rec: dict, workload) -> float:
+    """Bytes the record's timed region copies to the device before the forward: the model's input where the
+    record says ``input_copy`` (``INPUT_COPIES``), else none."""
+    return float(workload.input_bytes) if rec.get("input_copy") else 0.0
+
+
 def mode_and_flag(run: str) -> tuple[str, str]:
     """The predictor mode a run is scored in, and a flag when the tool does not model that run."""
     if run == "eager":
@@ -189,7 +202,7 @@ class Predictor:
         self._cards: dict[str, tuple] = {}
         self._costs: dict[tuple[str, str], object] = {}
         self._environments: dict[str, list[dict]] = {}
-        self._scales: dict[tuple[str, str, bool], float | None] = {}
+        self._fits: dict[tuple[str, str, bool], object] = {}   # (env, left-out model, autocast) -> HostFit | None
 
     def set_environments(self, sources: list[dict]) -> None:
         """The records of every named environment: the rows a host scale may be fitted to."""
@@ -228,12 +241,14 @@ class Predictor:
     def _model(self, rec: dict) -> float:
         from tops_advisor.api import predict
         w, hw, cal, perf = self.model_case(rec)
-        scale = self.host_scale(rec) if self.hosts else None
-        if scale is not None:
+        fit = self.host_fit(rec) if self.hosts else None
+        copy_s = 0.0
+        if fit is not None:
             from tops_advisor.roofline.hosts import with_host_scale
-            perf = with_host_scale(perf, scale)
+            perf = with_host_scale(perf, fit.scale)
+            copy_s = fit.copy_s(timed_copy_bytes(rec, w))
         mode, _ = mode_and_flag(rec["run"])
-        return predict(w, hw, cal, mode, tf32_matmul=rec["precision"] == "tf32", perf=perf).latency_s
+        return predict(w, hw, cal, mode, tf32_matmul=rec["precision"] == "tf32", perf=perf).latency_s + copy_s
 
     def model_case(self, rec: dict) -> tuple:
         """(workload, hardware, calibration, device perf) of a model record, as the scorer predicts it."""
@@ -254,19 +269,20 @@ class Predictor:
             w = channels_last_convs(w)
         return w, hw, cal, perf
 
-    def host_scale(self, rec: dict, exclude: str | None = None) -> float | None:
-        """The host scale for an eager record of a named environment, fitted to the host-bound rows of the
-        OTHER models of that environment (leave-one-model-out; ``exclude`` defaults to the record's model,
-        "" keeps every model), autocast rows apart from the rest. None when fewer than ``MIN_FIT_MODELS``
-        other models have host-bound rows, or the record names no environment."""
+    def host_fit(self, rec: dict, exclude: str | None = None):
+        """The host (``hosts.HostFit``: scale, and the rate of a timed input copy where rows copy) for an eager
+        record of a named environment, fitted to the host-bound rows of the OTHER models of that environment
+        (leave-one-model-out; ``exclude`` defaults to the record's model, "" keeps every model), autocast
+        rows apart from the rest. None when fewer than ``MIN_FIT_MODELS`` other models have host-bound rows,
+        or the record names no environment."""
         env = rec.get("environment")
         if not env or rec["run"] not in HOST_RUNS:
             return None
         exclude = rec["workload"] if exclude is None else exclude
         key = (env, exclude, rec["run"] == "amp")
-        if key not in self._scales:
-            self._scales[key] = self._fit_scale(env, exclude, rec["run"] == "amp")
-        return self._scales[key]
+        if key not in self._fits:
+            self._fits[key] = self._fit(env, exclude, rec["run"] == "amp")
+        return self._fits[key]
 
     def host_cases(self, env: str, exclude: str, autocast: bool) -> list[tuple[str, object]]:
         """The host-bound rows of ``env`` other than model ``exclude`` (hosts.host_bound), as (workload,
@@ -277,17 +293,18 @@ class Predictor:
             if rec["workload"] == exclude or (rec["run"] == "amp") != autocast:
                 continue
             w, _, _, perf = self.model_case(rec)
-            case = EagerCase(w, perf, measured_latency_s(rec), tf32_matmul=rec["precision"] == "tf32")
+            case = EagerCase(w, perf, measured_latency_s(rec), tf32_matmul=rec["precision"] == "tf32",
+                             copy_bytes=timed_copy_bytes(rec, w))
             if host_bound(case.device_s, case.measured_s):
                 cases.append((rec["workload"], case))
         return cases
 
-    def _fit_scale(self, env: str, exclude: str, autocast: bool) -> float | None:
-        from tops_advisor.roofline.hosts import fit_host_scale
+    def _fit(self, env: str, exclude: str, autocast: bool):
+        from tops_advisor.roofline.hosts import fit_host
         cases = self.host_cases(env, exclude, autocast)
         if len({model for model, _ in cases}) < MIN_FIT_MODELS:
             return None
-        return fit_host_scale([case for _, case in cases])
+        return fit_host([case for _, case in cases])
 
     def _llm(self, rec: dict) -> float:
         from tops_advisor.llm.analysis import analyze_llm, precision_for
@@ -497,9 +514,11 @@ def host_fits(sources: list[dict], predictor: Predictor) -> list[dict]:
             models = sorted({r["workload"] for r in recs if (r["run"] == "amp") == autocast})
             for left_out in ["", *models]:
                 cases = predictor.host_cases(env, left_out, autocast)
-                scale = predictor._fit_scale(env, left_out, autocast)
+                fit = predictor._fit(env, left_out, autocast)
                 out.append({"environment": env, "autocast": autocast, "left_out": left_out,
-                            "rows": len(cases), "models": len({m for m, _ in cases}), "host_scale": scale})
+                            "rows": len(cases), "models": len({m for m, _ in cases}),
+                            "host_scale": fit and fit.scale,
+                            "copy_rate_gb_s": fit and fit.copy_rate_b_s and fit.copy_rate_b_s / 1e9})
     return out
 
 

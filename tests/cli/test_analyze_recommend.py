@@ -203,3 +203,16 @@ def test_recommend_hint_offers_only_options_not_taken():
     assert "--mode graph" not in hint   # graph is already the mode
     r = run("recommend", MODEL, "--latency", "1ns", "--mode", "eager", "--segment", "edge")
     assert "--mode graph" in r.stderr
+
+
+def test_channels_last_is_an_inference_option_of_analyze_and_recommend():
+    base = ("analyze", "timm:resnet18", "-H", "rtx-4090", "--batch", "64", "--dtype", "amp", "--mode", "eager",
+            "--json")
+    nchw, nhwc = (json.loads(run(*base, *extra).stdout) for extra in ((), ("--channels-last",)))
+    # cuDNN's NHWC kernels skip the NCHW<->NHWC conversions the convolution factor prices: the same operators
+    # and bytes, less time
+    assert nhwc["bytes"] == nchw["bytes"] and nhwc["latency_ms"] < nchw["latency_ms"]
+    r = run("recommend", MODEL, "--batch", "8", "--channels-last", "--hardware", "h200-sxm", "--json")
+    assert r.exit_code == 0, r.output
+    r = run("recommend", "--llm", "llama3-8b", "--channels-last")
+    assert r.exit_code == 2 and "--channels-last" in r.output and "Traceback" not in r.output

@@ -17,6 +17,7 @@ from tops_advisor.roofline.defaults import DEFAULTS
 from tops_advisor.roofline.hosts import (
     HOST_PROFILES,
     EagerCase,
+    fit_host,
     fit_host_scale,
     get_host_profile,
     host_bound,
@@ -121,20 +122,31 @@ def _rec(workload: str, run: str = "eager", env: str = "env-x") -> dict:
 
 def test_the_scale_for_a_model_is_fitted_without_that_model(monkeypatch):
     pred = ps.Predictor.__new__(ps.Predictor)
-    pred._scales, pred.hosts = {}, True
+    pred._fits, pred.hosts = {}, True
     seen = []
-    monkeypatch.setattr(pred, "_fit_scale", lambda env, exclude, autocast: seen.append((env, exclude, autocast)))
-    pred.host_scale(_rec("examples/a.py"))
-    pred.host_scale(_rec("examples/b.py", run="amp"))
-    pred.host_scale(_rec("examples/c.py", env=""))           # no environment: no profile
-    pred.host_scale(_rec("examples/c.py", run="cuda-graph"))  # not an eager run
+    monkeypatch.setattr(pred, "_fit", lambda env, exclude, autocast: seen.append((env, exclude, autocast)))
+    pred.host_fit(_rec("examples/a.py"))
+    pred.host_fit(_rec("examples/b.py", run="amp"))
+    pred.host_fit(_rec("examples/c.py", env=""))           # no environment: no profile
+    pred.host_fit(_rec("examples/c.py", run="cuda-graph"))  # not an eager run
     assert seen == [("env-x", "examples/a.py", False), ("env-x", "examples/b.py", True)]
 
 
 def test_a_scale_needs_rows_of_two_other_models(monkeypatch):
     pred = ps.Predictor.__new__(ps.Predictor)
     monkeypatch.setattr(pred, "host_cases", lambda env, exclude, autocast: [("m1", None), ("m1", None)])
-    assert pred._fit_scale("env-x", "m0", False) is None
+    assert pred._fit("env-x", "m0", False) is None
+
+
+def test_input_copies_are_checked_and_priced_only_where_a_record_names_one():
+    rec = _rec("examples/resnet50.py")
+    assert any("input_copy" in p for p in ps.record_problems({**rec, "input_copy": "pinned"}, {"v100-sxm2-32gb"}))
+    assert not ps.record_problems({**rec, "input_copy": "dataloader-shared-memory"}, {"v100-sxm2-32gb"})
+
+    class W:
+        input_bytes = 7225344.0   # 12 x 3 x 224 x 224 fp32
+    assert ps.timed_copy_bytes({**rec, "input_copy": "dataloader-shared-memory"}, W()) == 7225344.0
+    assert ps.timed_copy_bytes(rec, W()) == 0.0
 
 
 def test_environment_names_are_checked():
@@ -148,3 +160,20 @@ def test_the_scorer_collects_only_eager_rows_of_named_environments():
     docs = [{"records": [_rec("a"), _rec("b", run="amp"), _rec("c", run="cuda-graph"), _rec("d", env="")]}]
     pred.set_environments(docs)
     assert [r["workload"] for r in pred._environments["env-x"]] == ["a", "b"]
+
+
+def test_the_fit_recovers_a_timed_input_copy_beside_the_scale(perf):
+    """Rows that time a host-to-device copy of their input (``copy_bytes``) beside rows that do not: the fit
+    separates the copy's rate from the host scale."""
+    rate = 2.0e9
+    cases = []
+    for n, copy_bytes in ((40, 7.2e6), (150, 7.2e6), (40, 0.0), (150, 0.0)):
+        case = EagerCase(_workload(n), perf, measured_s=1.0, copy_bytes=copy_bytes)
+        case.measured_s = case.latency_s(1.7) + copy_bytes / rate
+        cases.append(case)
+    fit = fit_host(cases)
+    assert fit.scale == pytest.approx(1.7, rel=0.01)
+    assert fit.copy_rate_b_s == pytest.approx(rate, rel=0.03)
+    assert fit.latency_s(cases[0]) == pytest.approx(cases[0].measured_s, rel=0.01)
+    # no row copies: no rate
+    assert fit_host(cases[2:]).copy_rate_b_s is None

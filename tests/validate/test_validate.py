@@ -202,3 +202,17 @@ def test_error_summary():
     s = error_summary([0.1, -0.3, None, 0.2])
     assert s == {"median_abs_error": pytest.approx(0.2), "worst_abs_error": pytest.approx(0.3), "n": 3}
     assert error_summary([None]) is None
+
+
+def test_cpu_channels_last_run_measures_and_predicts_nhwc():
+    res = run(CPU + ["--batch", "2", "--channels-last", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["channels_last"] is True
+    from tops_advisor.api import ModelCosts, load_catalog
+    from tops_advisor.roofline import device_perf, predict
+
+    hw = load_catalog().get("h200-sxm")
+    nhwc = ModelCosts("examples/small_cnn.py", base_dtype="fp32", channels_last=True).at(2)
+    expected = predict(nhwc, hw, mode="eager", perf=device_perf(hw)).latency_s
+    assert out["rows"][0]["default_s"] == pytest.approx(expected, rel=1e-6)

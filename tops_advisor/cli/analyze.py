@@ -42,6 +42,9 @@ from .common import (
               help="A module's power mode (Jetson nvpmodel: 15W, MAXN, ...; `hardware show DEVICE` lists them): "
                    "predict at its GPU clock, active SMs and memory clock. Default: the datasheet's mode.")
 @click.option("--tf32", is_flag=True, help="fp32 matmuls in TF32 (torch.backends.cuda.matmul.allow_tf32).")
+@click.option("--channels-last", is_flag=True,
+              help="Model and input in channels-last memory format (eager and graph: cuDNN's NHWC convolutions; "
+                   "compiled and tensorrt pick their own layout).")
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), help="Write a roofline chart (.png/.svg).")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Operators to list (N >= 1).")
 @click.option("--strict", is_flag=True, help="Fail on operators the counter does not know or values it must assume.")
@@ -49,7 +52,7 @@ from .common import (
 @model_command_options
 @click.pass_context
 def analyze(ctx, model, hardware_name, batch, dtype, mode, engine, calibration_path, no_calibration, eager_host, power_mode, tf32,
-            plot_path, top, strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape,
+            channels_last, plot_path, top, strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape,
             catalog_dirs, as_json):
     """Predict latency, attainable TOPS and the binding limit of MODEL on one device.
 
@@ -75,7 +78,7 @@ def analyze(ctx, model, hardware_name, batch, dtype, mode, engine, calibration_p
         check_model_for_mode(model, mode)
         result = analyze_model(load_model_arg(model, task, seq, input_shape), hw, batch=batch,
                                dtype=parse_precision(dtype, (*PRECISIONS, AMP)), mode=mode, calibration=cal, tf32_matmul=tf32,
-                               strict=strict, host=host, pricing=pricing)
+                               strict=strict, host=host, pricing=pricing, channels_last=channels_last)
     result.require_fit()   # a workload that does not fit is one line and exit 2, nothing predicted
     message = unsupported_warning(result.workload)
     if message:

@@ -18,7 +18,7 @@ from .common import (
     run_mode,
 )
 from .llm_options import llm_precision_options, serving_options
-from .recommend_train import TRAIN_OPTIONS, run_training, train_options
+from .recommend_train import TRAIN_ONLY, TRAIN_OPTIONS, run_training, train_options
 
 # Options that belong to one form of the command: given with the other form they would be ignored, so they are
 # refused instead (`recommend MODEL --llm X --latency 10ms` would otherwise drop MODEL and --latency).
@@ -88,7 +88,7 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
 
     _check_form(ctx, model, llm_config)
     train_given = {k: llm_options.pop(k) for k in TRAIN_OPTIONS}
-    if not train and (wrong := _given(ctx, TRAIN_OPTIONS)):
+    if not train and (wrong := _given(ctx, TRAIN_ONLY)):
         from ..errors import InputError
 
         raise InputError(f"{', '.join(wrong)} appl{'y' if len(wrong) > 1 else 'ies'} to --train",
@@ -120,12 +120,18 @@ def recommend(ctx, model, llm_config, tokens_per_s, ttft, prompt, generate, max_
         budget_usd=budget)
     pricing = get_pricing(catalog, prices_file, electricity_usd_per_kwh, pue, life_years)
     if llm_config:
+        if train_given["channels_last"]:
+            from ..errors import InputError
+
+            raise InputError("--channels-last is a memory format of convolution inputs; --llm has none",
+                             hint="drop --channels-last")
         return _recommend_llm(llm_config, c, tokens_per_s, ttft, batch, prompt, generate, max_devices, catalog,
                               no_calibration, as_json, pricing, dtype=dtype if _given(ctx, ("dtype",)) else None,
                               **llm_options)
     with progress(f"counting {model} (batches 1 and 2)", enabled=not as_json):
         check_model_for_mode(model, mode)
-        costs = ModelCosts(load_model_arg(model, task, seq, input_shape), strict=strict, mode=mode)
+        costs = ModelCosts(load_model_arg(model, task, seq, input_shape), strict=strict, mode=mode,
+                           channels_last=train_given["channels_last"])
     with progress(f"predicting {costs.model_path} on {len(limit) or len(catalog)} devices", enabled=not as_json):
         res = run_recommend(costs.at, list(catalog), c,
                             calibration_of=lambda hw: calibration_for(hw, use=not no_calibration), pricing=pricing)

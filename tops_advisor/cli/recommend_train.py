@@ -10,6 +10,7 @@ from .common import echo_json, load_model_arg
 
 TRAIN_OPTIONS = ("optimizer", "checkpointing", "channels_last", "lora", "step_time", "samples_per_s", "max_time", "samples",
                  "devices", "strategy")
+TRAIN_ONLY = tuple(o for o in TRAIN_OPTIONS if o != "channels_last")   # --channels-last ranks inference too
 
 
 def train_options(fn):
@@ -19,7 +20,8 @@ def train_options(fn):
                                                    "per GPU; --dtype fp32|tf32|bf16|amp|amp-bf16, default amp)."),
         click.option("--optimizer", help="--train: adamw (default), adam, sgd, adamw-fused, adamw-8bit."),
         click.option("--checkpointing", is_flag=True, help="--train: gradient checkpointing."),
-        click.option("--channels-last", is_flag=True, help="--train: model and batch channels-last (NHWC)."),
+        click.option("--channels-last", is_flag=True,
+                     help="Model and input (--train: and batch) channels-last (NHWC convolutions; eager and graph)."),
         click.option("--lora", metavar="r=N", help="--train: LoRA adapters of rank N, other weights frozen."),
         click.option("--step-time", help="--train: most time per optimizer step, with units (200ms)."),
         click.option("--samples-per-s", type=float, help="--train: samples/s to reach (all GPUs together)."),

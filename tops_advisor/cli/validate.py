@@ -33,7 +33,8 @@ DEFAULT_MODE = "both"
               help="Measure one training step (forward and loss, backward, optimizer step) and its peak memory.")
 @click.option("--optimizer", help="With --train: adamw (default), adam, sgd, adamw-fused, adamw-8bit.")
 @click.option("--checkpointing", is_flag=True, help="With --train: the library's gradient checkpointing.")
-@click.option("--channels-last", is_flag=True, help="With --train: model and batch in channels-last memory format.")
+@click.option("--channels-last", is_flag=True,
+              help="Model and inputs (with --train: and batch) in channels-last memory format, measured and predicted so.")
 @click.option("--lora", "lora_text",
               help="With --train: LoRA adapters, e.g. r=16 or r=16,alpha=32,targets=q_proj+v_proj.")
 @click.option("--calibration", "calibration_path", type=click.Path(path_type=Path),
@@ -62,7 +63,7 @@ def validate(model, batch_text, dtype, mode, train, optimizer, checkpointing, ch
                         hardware_name, calibration_path, device, repeats, warmup, command, as_json, mode or "eager")
         return
     given = [name for name, v in (("--optimizer", optimizer), ("--checkpointing", checkpointing),
-                                  ("--channels-last", channels_last), ("--lora", lora_text)) if v]
+                                  ("--lora", lora_text)) if v]
     if given:
         raise InputError(f"{given[0]} applies to a training step; add --train to measure one")
     from ..validate.run import MEASURABLE_DTYPES, run_validation
@@ -77,7 +78,8 @@ def validate(model, batch_text, dtype, mode, train, optimizer, checkpointing, ch
     report = run_validation(load_model_arg(model, task, seq, input_shape), batches, dtype,
                             get_catalog(catalog_dirs), mode=mode or DEFAULT_MODE, hardware_name=hardware_name,
                             calibration_path=calibration_path, per_op=per_op, plot_path=plot_path, device=device,
-                            repeats=repeats, warmup=warmup, command=command, progress=say.print)
+                            repeats=repeats, warmup=warmup, command=command, progress=say.print,
+                            channels_last=channels_last)
     if as_json:
         from ..render.json_units import to_json
 

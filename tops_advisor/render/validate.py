@@ -31,7 +31,8 @@ def _predicted(seconds: float | None, error: float | None) -> str:
 def latency_table(report: ValidationReport) -> Table:
     """One row per (batch, mode): measured median and spread, predicted from datasheet defaults and with the
     calibration, each with its error, and the predicted bound. Batches that failed are listed under it."""
-    t = new_table(f"measured on this machine vs predicted for {report.hardware_name}")
+    layout = ", channels-last" if report.channels_last else ""
+    t = new_table(f"measured on this machine vs predicted for {report.hardware_name}{layout}")
     number_column(t, "batch")
     word_column(t, "mode")
     number_column(t, "measured")

@@ -112,29 +112,69 @@ def host_bound(device_s: float, measured_s: float) -> bool:
 
 class EagerCase:
     """One measured eager forward, ready to be re-predicted at any host scale: its operators' device times
-    are computed once, only the host timeline is redone."""
+    are computed once, only the host timeline is redone. ``copy_bytes``: bytes the timed region copies from
+    host to device before the forward (a harness that times ``model(x.to('cuda'))``); they cost
+    ``copy_bytes / HostFit.copy_rate_b_s`` on top of the forward."""
 
-    def __init__(self, workload, perf: DevicePerf, measured_s: float, tf32_matmul: bool = False):
+    def __init__(self, workload, perf: DevicePerf, measured_s: float, tf32_matmul: bool = False,
+                 copy_bytes: float = 0.0):
         self.workload, self.perf, self.measured_s = workload, perf, measured_s
+        self.copy_bytes = copy_bytes
         self._a = op_arrays(workload)
         self._device = device_times(self._a, perf, tf32_matmul).device
         self.device_s = float(self._device.sum())
 
     def latency_s(self, scale: float) -> float:
+        """The forward's latency at host ``scale`` (the timed copy apart: ``HostFit.latency_s``)."""
         perf = with_host_scale(self.perf, scale)
         return eager_timeline(self._a, self._device, perf, self.workload.functional, _calls(self.workload))[0]
 
 
-def fit_host_scale(cases: list[EagerCase], lo: float = 0.25, hi: float = 8.0) -> float:
-    """The host scale that minimises the summed squared log error of ``cases``: a grid in log scale (2%
-    steps), then a finer one (0.1%) around its best point. Raises InputError without cases."""
+@dataclass(frozen=True)
+class HostFit:
+    """An environment's fitted host: the scale of its per-operator host cost and, where its harness times an
+    input copy, the rate of that copy (None where no fitted row copies)."""
+    scale: float
+    copy_rate_b_s: float | None = None
+
+    def copy_s(self, copy_bytes: float) -> float:
+        return copy_bytes / self.copy_rate_b_s if copy_bytes and self.copy_rate_b_s else 0.0
+
+    def latency_s(self, case: EagerCase) -> float:
+        return case.latency_s(self.scale) + self.copy_s(case.copy_bytes)
+
+
+# The copy rates a fit searches (bytes per second): from a page-faulting pageable copy (~0.1 GB/s) to
+# pinned PCIe 5.0 x16 (~60 GB/s), 2% steps.
+COPY_RATES_B_S = np.exp(np.arange(math.log(0.1e9), math.log(60e9), 0.02))
+
+
+def fit_host(cases: list[EagerCase], lo: float = 0.25, hi: float = 8.0) -> HostFit:
+    """The host scale (and, when a case has ``copy_bytes``, the copy rate) that minimise the summed squared
+    log error of ``cases``: a grid in log scale (2% steps), then a finer one (0.1%) around its best scale, the
+    copy rate re-chosen on its grid at each scale. Raises InputError without cases."""
     if not cases:
         raise InputError("no rows to fit a host scale to")
     measured = np.array([c.measured_s for c in cases])
+    copy_bytes = np.array([c.copy_bytes for c in cases], dtype=float)
+    rates = COPY_RATES_B_S if copy_bytes.any() else np.array([np.inf])
 
-    def best(grid: np.ndarray) -> float:
-        cost = [float((np.log(np.array([c.latency_s(s) for c in cases]) / measured) ** 2).sum()) for s in grid]
-        return float(grid[int(np.argmin(cost))])
+    def at(scale: float) -> tuple[float, float]:
+        forward = np.array([c.latency_s(scale) for c in cases])
+        cost = (np.log((forward + copy_bytes / rates[:, None]) / measured) ** 2).sum(axis=1)
+        best = int(np.argmin(cost))
+        return float(cost[best]), float(rates[best])
 
-    coarse = best(np.exp(np.arange(math.log(lo), math.log(hi) + 0.02, 0.02)))
+    def best(grid: np.ndarray) -> HostFit:
+        costs = [at(float(s)) for s in grid]
+        i = int(np.argmin([c for c, _ in costs]))
+        rate = costs[i][1]
+        return HostFit(float(grid[i]), None if math.isinf(rate) else rate)
+
+    coarse = best(np.exp(np.arange(math.log(lo), math.log(hi) + 0.02, 0.02))).scale
     return best(np.exp(np.arange(math.log(coarse) - 0.02, math.log(coarse) + 0.0205, 0.001)))
+
+
+def fit_host_scale(cases: list[EagerCase], lo: float = 0.25, hi: float = 8.0) -> float:
+    """``fit_host``'s scale alone."""
+    return fit_host(cases, lo, hi).scale

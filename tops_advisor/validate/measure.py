@@ -114,6 +114,14 @@ def cast_inputs(inputs, dtype: str, device: str) -> tuple | dict:
     return tuple(_cast(t, dtype, device) for t in inputs)
 
 
+def channels_last_inputs(inputs):
+    """The inputs' image tensors (4-D, floating point) in channels-last memory format; the rest as given."""
+    from torch.utils._pytree import tree_map_only
+
+    return tree_map_only(torch.Tensor, lambda t: t.to(memory_format=torch.channels_last)
+                         if t.dim() == 4 and t.is_floating_point() else t, inputs)
+
+
 def forward_fn(model, inputs: tuple | dict, autocast: bool = False) -> Callable[[], object]:
     """One forward pass on positional or keyword inputs (``autocast``: under torch.autocast on CUDA, fp16)."""
     call = (lambda: model(**inputs)) if isinstance(inputs, dict) else (lambda: model(*inputs))
@@ -159,8 +167,9 @@ def time_fn(fn: Callable[[], object], repeats: int, warmup: int, device: str = "
 
 def measure_one(model_file, batch: int, dtype: str, *, repeats: int = 30, warmup: int = 10,
                 profile: bool = False, device: str = "cuda", modes: tuple[str, ...] = DEFAULT_MODES,
-                model_name: str | None = None) -> Measurement:
-    """Build the model of a loaded model file (``counting.load_model_file``) and time it at one batch.
+                model_name: str | None = None, channels_last: bool = False) -> Measurement:
+    """Build the model of a loaded model file (``counting.load_model_file``) and time it at one batch
+    (``channels_last``: model and image inputs in channels-last memory format).
 
     Raises whatever the model raises (the caller tells out-of-memory, ``is_oom``, from other failures).
     Graph mode needs CUDA: on the CPU only eager is measured.
@@ -168,6 +177,8 @@ def measure_one(model_file, batch: int, dtype: str, *, repeats: int = 30, warmup
     torch.manual_seed(0)
     model = model_file.build(meta=False).to(device, dtype=DTYPES[dtype]).eval()
     inputs = cast_inputs(model_file.inputs(batch, meta=False), dtype, device)
+    if channels_last:
+        model, inputs = model.to(memory_format=torch.channels_last), channels_last_inputs(inputs)
     forward = forward_fn(model, inputs, autocast=dtype == "amp")
     found: dict = {}
     try:
@@ -251,7 +262,8 @@ def profile_ops(forward: Callable[[], object], device: str = "cuda") -> dict[str
 def measure_batches(model_file, batches: list[int], dtype: str, *, repeats: int = 30, warmup: int = 10,
                     profile: bool = False, device: str = "cuda", modes: tuple[str, ...] = DEFAULT_MODES,
                     model_name: str | None = None, keep_going: bool = False,
-                    progress: Callable[[Measurement], None] | None = None) -> list[Measurement]:
+                    progress: Callable[[Measurement], None] | None = None, channels_last: bool = False
+                    ) -> list[Measurement]:
     """Measure every batch. Out of memory at one batch is recorded and the others go on; any other failure
     raises ModelFileError (one line), or with ``keep_going`` is recorded too."""
 
@@ -263,7 +275,7 @@ def measure_batches(model_file, batches: list[int], dtype: str, *, repeats: int 
 
         try:
             m = measure_one(model_file, batch, dtype, repeats=repeats, warmup=warmup, profile=profile,
-                            device=device, modes=modes, model_name=name)
+                            device=device, modes=modes, model_name=name, channels_last=channels_last)
         except ModelFileError as exc:  # build_model() or example_inputs() raised
             if not keep_going:
                 raise

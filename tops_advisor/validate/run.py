@@ -43,6 +43,7 @@ class ValidationReport(BaseModel):
     hardware_name: str = Field(exclude=True)  # for the table's title
     device: str
     dtype: str
+    channels_last: bool = False   # model and inputs in channels-last memory format
     modes: tuple[str, ...]
     calibration_source: str       # "" when no calibration was used
     note: str
@@ -96,12 +97,13 @@ def measured_line(m, modes: tuple[str, ...]) -> str:
 def run_validation(model, batches: list[int], dtype: str, catalog, *, mode: str = "both",
                    hardware_name: str | None = None, calibration_path: str | Path | None = None,
                    per_op: bool = False, plot_path: Path | None = None, device: str = "cuda", repeats: int = 30,
-                   warmup: int = 10, command: str = "", progress: Callable[[str], None] | None = None
-                   ) -> ValidationReport:
+                   warmup: int = 10, command: str = "", progress: Callable[[str], None] | None = None,
+                   channels_last: bool = False) -> ValidationReport:
     """Measure ``model`` (a model file or library spec, or a ``counting.load_model`` result) at each batch on
     ``device``, predict each for the catalog device (datasheet defaults
     and calibrated), line them up; see ``ValidationReport``. ``mode``: graph, eager, both or compiled
-    (torch.compile + CUDA graph, predicted from inductor's kernels)."""
+    (torch.compile + CUDA graph, predicted from inductor's kernels). ``channels_last``: model and inputs in
+    channels-last memory format, measured and predicted so (``ModelCosts``)."""
     from ..api import ModelCosts, calibration_for
     from ..counting import load_model
     from ..roofline import device_perf
@@ -117,13 +119,13 @@ def run_validation(model, batches: list[int], dtype: str, catalog, *, mode: str 
     cal, source = calibration_for(hw, calibration_path)
     perf = (device_perf(hw), device_perf(hw, cal, source) if cal else None)  # (defaults, calibrated)
     model_file = load_model(model)  # the one import of the user's file: measured and counted
-    costs = ModelCosts(model_file, base_dtype=dtype)
+    costs = ModelCosts(model_file, base_dtype=dtype, channels_last=channels_last)
     modes = tuple(m for m in ((Mode.GRAPH, Mode.EAGER) if mode == "both" else (Mode(mode),)) if device == "cuda" or m != Mode.GRAPH)
     say(f"measuring {model_file.label} on {M.device_name(device)} ({device}), {dtype}, batches "
         f"{', '.join(map(str, batches))}; predicting for {hw.id}")
     measured = M.measure_batches(model_file, batches, dtype, repeats=repeats, warmup=warmup, profile=per_op,
                                  device=device, modes=modes, model_name=model_file.label,
-                                 progress=lambda m: say(measured_line(m, modes)))
+                                 progress=lambda m: say(measured_line(m, modes)), channels_last=channels_last)
     rows, kinds, family = _compare(measured, costs, hw, dtype, modes, perf, per_op)
     bands = {md: expected_error(family, md, perf[1] is not None, dtype=dtype) for md in modes} if family else {}
     if plot_path is not None and rows:
@@ -131,7 +133,8 @@ def run_validation(model, batches: list[int], dtype: str, catalog, *, mode: str 
 
         parity_plot([r.model_dump() for r in rows], plot_path, title=f"{model_file.stem} on {hw.id}")
     return ValidationReport(
-        model=model_file.label, hardware=hw.id, hardware_name=hw.name, device=device, dtype=dtype, modes=modes,
+        model=model_file.label, hardware=hw.id, hardware_name=hw.name, device=device, dtype=dtype,
+        channels_last=channels_last, modes=modes,
         calibration_source=source if perf[1] else "", note=CPU_NOTE.format(hw=hw.id) if device == "cpu" else "",
         family=family, expected_error={md: b for md, b in bands.items() if b}, rows=tuple(rows),
         per_op=tuple(kinds), environment=M.environment(device, command=command), runs=tuple(measured),

@@ -42,7 +42,7 @@ from ..counting.training.step import COUNT_AS
 from ..errors import InputError, ModelFileError, TopsAdvisorError, one_line
 from ..probe.kit import CpuBackend, CudaBackend, is_oom
 from ..train import TrainSetup
-from .measure import WARMUP_S, cast_inputs
+from .measure import WARMUP_S, cast_inputs, channels_last_inputs
 from .train_compare import PARTS, StepMeasurement
 
 LossRule = Callable[[object, tuple], Loss]
@@ -178,16 +178,8 @@ def prepare_step(source, batch: int, setup: TrainSetup, device: str, *, compile:
     with torch.device(device):
         inputs = cast_inputs(source.inputs(batch, meta=False), dtype, device)
     if setup.channels_last:
-        inputs = _channels_last(inputs)
+        inputs = channels_last_inputs(inputs)
     return TrainStep(model, inputs, setup, device, loss or counted_loss(source))
-
-
-def _channels_last(inputs):
-    """The batch's image tensors (4-D, floating point) in channels-last memory format; the rest as given."""
-    from torch.utils._pytree import tree_map_only
-
-    return tree_map_only(torch.Tensor, lambda t: t.to(memory_format=torch.channels_last)
-                         if t.dim() == 4 and t.is_floating_point() else t, inputs)
 
 
 def _memory(device: str, what: str) -> int | None:
