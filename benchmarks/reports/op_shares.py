@@ -53,9 +53,9 @@ def prediction(ps, predictor, rec: dict):
     from tops_advisor.api import predict
     from tops_advisor.roofline.hosts import with_host_scale
     w, hw, cal, perf = predictor.model_case(rec)
-    scale = predictor.host_scale(rec)
-    if scale is not None:
-        perf = with_host_scale(perf, scale)
+    fit = predictor.host_fit(rec)
+    if fit is not None:
+        perf = with_host_scale(perf, fit.scale)
     mode, _ = ps.mode_and_flag(rec["run"])
     return predict(w, hw, cal, mode, tf32_matmul=rec["precision"] == "tf32", perf=perf)
 
@@ -80,8 +80,7 @@ def rows(files: list[str], min_error: float) -> list[list[str]]:
             if ps.record_kind(rec["workload"]) != "model":
                 continue
             pred = prediction(ps, predictor, rec)
-            measured_s = ps.measured_latency_s(rec)
-            error = pred.latency_s / measured_s - 1
+            error = predictor.latency_s(rec) / ps.measured_latency_s(rec) - 1   # the scorer's own error
             if abs(error) <= min_error:
                 continue
             s = shares(pred)
