@@ -30,6 +30,9 @@ RECORDS = [(doc["file"], i, rec) for doc in SOURCES for i, rec in enumerate(doc[
 # The round-2 records set aside for the final blind check: validated here (fields only), never scored here.
 ASIDE = ps.load_sources(ps.ASIDE_DIR)
 ASIDE_RECORDS = [(doc["file"], i, rec) for doc in ASIDE for i, rec in enumerate(doc["records"])]
+# The round-3 GeForce records set aside (benchmarks/published/aside-round3/README.md): fields only, never scored here.
+ASIDE3 = ps.load_sources(ps.DATA_DIR / "aside-round3")
+ASIDE3_RECORDS = [(doc["file"], i, rec) for doc in ASIDE3 for i, rec in enumerate(doc["records"])]
 CARD_IDS = {hw.id for hw in load_catalog()}
 
 
@@ -60,6 +63,19 @@ def test_every_aside_source_says_where_it_comes_from(doc):
 @pytest.mark.parametrize("file,index,rec", ASIDE_RECORDS, ids=[f"aside/{f}#{i}" for f, i, _ in ASIDE_RECORDS])
 def test_every_aside_record_validates(file, index, rec):
     assert ps.record_problems(rec, CARD_IDS) == []
+
+
+@pytest.mark.parametrize("file,index,rec", ASIDE3_RECORDS, ids=[f"aside-round3/{f}#{i}" for f, i, _ in ASIDE3_RECORDS])
+def test_every_round3_aside_record_validates(file, index, rec):
+    assert ps.record_problems(rec, CARD_IDS) == []
+
+
+def test_round3_aside_records_are_apart_from_the_default_set():
+    assert ASIDE3 and {doc["file"] for doc in ASIDE3} <= {doc["file"] for doc in SOURCES}
+    pointers = {rec["pointer"] for _, _, rec in RECORDS}
+    assert not any(rec["pointer"] in pointers for _, _, rec in ASIDE3_RECORDS)
+    for doc in ASIDE3:   # the same source block on both sides of the split
+        assert doc["source"] == next(d["source"] for d in SOURCES if d["file"] == doc["file"])
 
 
 def test_aside_records_are_apart_from_the_default_set():

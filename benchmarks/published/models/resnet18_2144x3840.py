@@ -1,0 +1,6 @@
+"""torchvision ``resnet18`` (random weights) fed 1 x 3 x 2144 x 3840: WillBrennan/ml_benchmark's TensorRT input shape
+3840x2144 (benchmarks/published/willbrennan_trt_rtx3090.json)."""
+
+from _torchvision_at import at_resolution
+
+build_model, example_inputs = at_resolution("resnet18", 2144, 3840)

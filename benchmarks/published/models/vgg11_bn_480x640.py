@@ -1,0 +1,6 @@
+"""torchvision ``vgg11_bn`` (random weights) fed 1 x 3 x 480 x 640: WillBrennan/ml_benchmark's TensorRT input shape
+640x480 (benchmarks/published/willbrennan_trt_rtx3090.json)."""
+
+from _torchvision_at import at_resolution
+
+build_model, example_inputs = at_resolution("vgg11_bn", 480, 640)
