@@ -12,7 +12,7 @@ from tests.paths import REPO
 from tops_advisor.catalog import load_hardware_file
 from tops_advisor.roofline import device_perf, predict
 from tops_advisor.roofline.defaults import DEFAULTS, Default
-from tops_advisor.roofline.inflight import inflight_scale, width_shares
+from tops_advisor.roofline.inflight import inflight_scale, limited_shares, width_shares
 from tops_advisor.workload import OpRecord, Workload
 
 
@@ -65,12 +65,16 @@ def test_the_h200_keeps_its_measured_shares():
     assert device_perf(h200).defaults.kind_bandwidth_factor_by_width == DEFAULTS.kind_bandwidth_factor_by_width
 
 
-def test_autocast_batch_norm_scales_like_the_16_bit_kernels():
-    # cuDNN's half batch norm (one kernel, fp32 weights) at 0.3 / 0.6 on the reference; scale 4 on the toy Ada card:
-    # 0.3 x 4 = 1.2, capped at the 32-bit 0.6
-    d = replace(ROUND, cudnn_half_batch_norm_bandwidth_factor=t({"16-bit": 0.3, "32-bit": 0.6}))
+def test_cudnn_batch_norm_scales_at_both_widths_up_to_the_elementwise_ceiling():
+    # cuDNN's inference batch norm at 0.3 / 0.6 on the reference, held by bytes in flight at both widths; scale 4
+    # on the toy Ada card: 1.2 and 2.4, both capped at the 32-bit elementwise share 0.9
+    d = replace(ROUND, cudnn_batch_norm_bandwidth_factor=t({"16-bit": 0.3, "32-bit": 0.6}))
+    for dtype in ("fp16", "fp32"):
+        op = OpRecord("aten.cudnn_batch_norm", "norm", "bn", 0.0, 5e8, 5e8, dtype=dtype, family="batch_norm")
+        p = predict(Workload("w", 1, dtype, (op,)), ADA, perf=device_perf(ADA, defaults=d))
+        assert p.ops[0].memory_s == pytest.approx(1e9 / (500e9 * 0.9))
     op = OpRecord("aten.cudnn_batch_norm", "norm", "bn", 0.0, 5e8, 5e8, dtype="fp16", family="batch_norm")
-    p = predict(Workload("w", 1, "fp16", (op,)), ADA, perf=device_perf(ADA, defaults=d))
-    assert p.ops[0].memory_s == pytest.approx(1e9 / (500e9 * 0.6))
     ref = predict(Workload("w", 1, "fp16", (op,)), make_hardware(), perf=device_perf(make_hardware(), defaults=d))
     assert ref.ops[0].memory_s == pytest.approx(1e9 / (500e9 * 0.3))
+    # scale 0.5: both halve
+    assert limited_shares({"16-bit": 0.3, "32-bit": 0.6}, 0.5, 0.9) == pytest.approx({"16-bit": 0.15, "32-bit": 0.3})

@@ -90,22 +90,24 @@ def test_memory_bound_elementwise_uses_bandwidth_fraction():
 
 
 def test_norm_family_and_strided_views_set_the_bandwidth_share():
-    # batch norm: 0.25 (16-bit, the native kernel and its copy) / 0.125 (32-bit); other norms: the kind's 0.5;
-    # a strided elementwise: 0.1
+    # the native batch norm kernels (two kernels: the kernel and its copy): 0.25 (16-bit) / 0.125 (32-bit); other
+    # norms: the kind's 0.5; a strided elementwise: 0.1
     bn = run(one_op(0, 1e9, kind="norm", family="batch_norm", kernels=2)).ops[0].memory_s
     ln = run(one_op(0, 1e9, kind="norm", family="layer_norm")).ops[0].memory_s
-    bn32 = run(one_op(0, 1e9, kind="norm", dtype="fp32", family="batch_norm"))
+    bn32 = run(one_op(0, 1e9, kind="norm", dtype="fp32", family="batch_norm", kernels=2)).ops[0].memory_s
     strided = run(one_op(0, 1e9, kind="elementwise", strided=True)).ops[0].memory_s
     strided_pool = run(one_op(0, 1e9, kind="pool", strided=True)).ops[0].memory_s
-    assert (bn, ln, bn32.ops[0].memory_s) == pytest.approx((1e9 / 125e9, 1e9 / 250e9, 1e9 / 62.5e9))
+    assert (bn, ln, bn32) == pytest.approx((1e9 / 125e9, 1e9 / 250e9, 1e9 / 62.5e9))
     assert strided == pytest.approx(1e9 / 50e9)
     assert strided_pool == pytest.approx(1e9 / (500e9 * 0.5 * 0.2))   # the kind's share x 0.2
-    # fp32 batch norm has its own floor (0.5 us): 1 GB / 62.5 GB/s + 0.5 + the 1 us gap
-    assert bn32.latency_s == pytest.approx(1e9 / 62.5e9 + 1.5e-6)
-    # autocast's batch norm (half input, one cuDNN kernel) at its own 16-bit share of the 500 GB/s
-    cudnn = run(one_op(0, 1e9, kind="norm", family="batch_norm")).ops[0].memory_s
-    share = PERF.defaults.cudnn_half_batch_norm_bandwidth_factor.value["16-bit"]
-    assert cudnn == pytest.approx(1e9 / (500e9 * share))
+    # cuDNN's one-kernel inference batch norm (fp32, or autocast's half input) at its own shares of 500 GB/s
+    shares = PERF.defaults.cudnn_batch_norm_bandwidth_factor.value
+    cudnn16 = run(one_op(0, 1e9, kind="norm", family="batch_norm"))
+    cudnn32 = run(one_op(0, 1e9, kind="norm", dtype="fp32", family="batch_norm"))
+    assert cudnn16.ops[0].memory_s == pytest.approx(1e9 / (500e9 * shares["16-bit"]))
+    assert cudnn32.ops[0].memory_s == pytest.approx(1e9 / (500e9 * shares["32-bit"]))
+    # one-kernel batch norm has its own floor (0.5 us): its bytes + 0.5 + the 1 us gap
+    assert cudnn32.latency_s == pytest.approx(cudnn32.ops[0].memory_s + 1.5e-6)
 
 
 @settings(max_examples=200, deadline=None)

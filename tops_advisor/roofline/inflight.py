@@ -13,10 +13,10 @@ that needs fewer bytes in flight per SM (``inflight_scale`` > 1: an RTX 4090 nee
     16-bit share = min(32-bit share, H200 16-bit share x scale)
     32-bit share = min(32-bit share, max(32-bit share, 2 x H200 16-bit share) x scale)
 
-On the H200 the scale is 1 and both are the measured shares. cuDNN's inference batch norm on half activations
-(autocast) is such a kernel too: it runs at its fp32 twin's element rate (``cudnn_half_batch_norm_bandwidth_factor``,
-profiled after blind round 26). Other kinds without a width split (the native norms, softmax, depthwise) keep their
-shares: the profiles do not show what limits them.
+On the H200 the scale is 1 and both are the measured shares. cuDNN's inference batch norm runs at one element rate
+at both widths (``cudnn_batch_norm_bandwidth_factor``, profiled after blind round 26): its bytes in flight hold both,
+so both scale, up to an elementwise kernel's 32-bit share (``limited_shares``). Other kinds without a width split
+(the native norms, softmax, depthwise) keep their shares: the profiles do not show what limits them.
 """
 
 from __future__ import annotations
@@ -55,14 +55,21 @@ def width_shares(table: dict[str, dict[str, float]], scale: float) -> dict[str, 
             for kind, w in table.items()}
 
 
+def limited_shares(w: dict[str, float], scale: float, ceiling: float) -> dict[str, float]:
+    """The (16-bit, 32-bit) shares of a kernel held by its bytes in flight at both widths (its 32-bit share about
+    twice its 16-bit one on the reference), at ``scale``: each scaled, up to ``ceiling``."""
+    return {HALF: min(max(ceiling, w[HALF]), w[HALF] * scale), FULL: min(max(ceiling, w[FULL]), w[FULL] * scale)}
+
+
 def defaults_for(hw: Hardware, d: RooflineDefaults) -> RooflineDefaults:
     """``d`` with the width-split bandwidth shares this card's bytes in flight allow (unchanged at scale 1)."""
     scale = inflight_scale(hw, d)
     if scale == 1.0:
         return d
     note = f"; at {scale:.2f}x the H200's bytes in flight per SM (roofline/inflight.py)"
-    table, bn = d.kind_bandwidth_factor_by_width, d.cudnn_half_batch_norm_bandwidth_factor
+    table, bn = d.kind_bandwidth_factor_by_width, d.cudnn_batch_norm_bandwidth_factor
     return replace(d, kind_bandwidth_factor_by_width=replace(table, value=width_shares(table.value, scale),
                                                              source=table.source + note),
-                   cudnn_half_batch_norm_bandwidth_factor=replace(
-                       bn, value=width_shares({"bn": bn.value}, scale)["bn"], source=bn.source + note))
+                   cudnn_batch_norm_bandwidth_factor=replace(
+                       bn, value=limited_shares(bn.value, scale, table.value["elementwise"][FULL]),
+                       source=bn.source + note + ", up to the 32-bit elementwise share"))

@@ -44,7 +44,7 @@ def lower_tensorrt(ops: Iterable[CountedOp], profile: TensorRTProfile = TENSORRT
         ops = fold_batch_norm(ops)
     if profile.applies(TrtRule.EPILOGUE):
         ops = fuse_epilogues([_bias_in_kernel(c) for c in ops], profile)
-    from ..reuse import annotate_reuse   # (counting.reuse imports this package)
+    from ..reuse import annotate_reuse  # (counting.reuse imports this package)
     ops = annotate_reuse(ops)            # the engine's own producer-consumer pairs, for the L2 (roofline/l2.py)
     channels_last = profile.applies(TrtRule.CHANNELS_LAST)
     if not profile.applies(TrtRule.POINTWISE_FUSION):

@@ -124,9 +124,11 @@ class VectorDefaults:
     dram_latency_s: Default[tuple[tuple[str, str, float], ...]] = Default((
         ("Hopper", "HBM", 375e-9), ("Ada Lovelace", "GDDR", 254e-9), ("Blackwell", "GDDR", 254e-9),
         ("Ampere", "HBM", 405e-9), ("Ampere", "GDDR", 405e-9), ("Ampere", "LPDDR", 405e-9),
-        ("Volta", "HBM", 316e-9)),
+        ("Volta", "HBM", 316e-9), ("Turing", "GDDR", 254e-9)),
         "te42kyfo/gpu-benches pointer chase: H100 PCIe 375 ns, L40 254 ns, A100 80GB 405 ns, V100 316 ns; "
-        "Blackwell GDDR7 assumed as Ada's GDDR6, GA102 GDDR6X and Orin LPDDR5 as GA100's HBM2e")
+        "Blackwell GDDR7 and Turing GDDR6 assumed as Ada's GDDR6, GA102 GDDR6X and Orin LPDDR5 as GA100's HBM2e "
+        "(a T4 or TITAN RTX needs a fifth of the H200's bytes in flight per SM or less: twice the latency "
+        "changes no capped share)")
     # What each SM of the reference card (the H200, where the shares above were measured) needs in flight to
     # reach its bandwidth: 4.8 TB/s / 132 SMs x 375 ns.
     inflight_reference_bytes: Default[float] = Default(
@@ -155,19 +157,19 @@ class VectorDefaults:
         "H200 profiles: batch norm over eight profiled sets, layer norm's row fit, group norm's apply pass at "
         "the elementwise share", dict(
             batch_norm=by_width(0.73, 0.65), layer_norm=by_width(0.73, 1.0), group_norm=by_width(0.73, 0.91)))
-    # Inference batch norm on half activations with fp32 weights (autocast) is cuDNN's one-kernel inference
-    # kernel (bn_fw_inf_1C11_kernel_NCHW / _NHWC<__half, float>; PyTorch's _batch_norm_impl_index takes cuDNN
-    # when the weight is float), not the native fp16 kernel the 16-bit batch_norm share above was measured on.
-    # It runs at the element rate of its fp32 twin: H200 profiles after blind round 26 (timm regnety_032,
-    # cs3darknet_focus_m, resnet33ts, tf_efficientnetv2_b1 at batch 128 under autocast, channels-last and
-    # NCHW; benchmarks/rounds/round-26/measured/post/*.json.gz): 354 batch norms moving > 8 MB, summed bytes
-    # over summed time 0.339 of the copy bandwidth (median 0.350, 10-90% 0.285-0.377), i.e. 364 G elements/s
-    # at 4 bytes each, where fp32's 0.65 at 8 bytes is 349 G elements/s. Each thread handles a fixed number of
-    # elements, so the 16-bit kernel keeps half the bytes in flight: the bytes-in-flight rule scales its share on
-    # other cards (roofline/inflight.py), up to the 32-bit share.
-    cudnn_half_batch_norm_bandwidth_factor: Default[dict[str, float]] = per_width(
+    # Inference batch norm in one kernel is cuDNN's (bn_fw_inf_1C11_kernel_NCHW / _NHWC; PyTorch's
+    # _batch_norm_impl_index takes cuDNN for fp32 input, and for half input with fp32 weights: autocast), not the
+    # native fp16 kernel the 16-bit batch_norm share above was measured on (``model.half()``: two kernels). Both
+    # widths run at one element rate: H200 profiles after blind round 26 (timm regnety_032, cs3darknet_focus_m,
+    # resnet33ts, tf_efficientnetv2_b1 at batch 128 under autocast, channels-last and NCHW;
+    # benchmarks/rounds/round-26/measured/post/*.json.gz): 354 half-input batch norms moving > 8 MB, summed
+    # bytes over summed time 0.339 of the copy bandwidth (median 0.350, 10-90% 0.285-0.377): 364 G elements/s
+    # at 4 bytes each, where fp32's 0.65 (8 bytes) is 349 G elements/s. Each thread handles a fixed number of
+    # elements, so the kernel is held by its bytes in flight at both widths: on a card that needs fewer per SM
+    # both shares rise, up to an elementwise kernel's ceiling (roofline/inflight.py, ``limited_shares``).
+    cudnn_batch_norm_bandwidth_factor: Default[dict[str, float]] = per_width(
         0.339, 0.65, "H200 profiles after round 26: autocast batch norms (cuDNN bn_fw_inf_1C11, half input, fp32 "
-        "weights), 354 over 8 MB, summed bytes / summed time 0.339 of the copy bandwidth; 32-bit: batch_norm's")
+        "weights), 354 over 8 MB, summed bytes / summed time 0.339 of the copy bandwidth; fp32: batch_norm's 0.65")
     group_norm_element_s: Default[dict[str, float]] = per_width(
         0.50e-9, 0.46e-9, "H200 profiles (SD-UNet, ViT-L/R50 hybrid, SHViT, wav2vec 2.0): median per element "
         "of a row per row wave, at the H200's clock")

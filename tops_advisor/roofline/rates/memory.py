@@ -43,10 +43,11 @@ def _copy_by_width(a: OpArrays, c: BandwidthContext) -> np.ndarray:
     return by_width(c.d.kind_bandwidth_factor_by_width.value.get("copy", {w: copy for w in WIDTHS}), c.half)
 
 
-def _cudnn_half_batch_norm(a: OpArrays, c: BandwidthContext) -> np.ndarray:
-    """Inference batch norm on half activations in one kernel: cuDNN's (autocast: fp32 weights), not the native
-    fp16 kernel and its copy (``counting/handles/vector.py``, ``batch_norm``); training ones have channel rows."""
-    return (a.family == "batch_norm") & c.half & (a.kernels == 1) & (a.norm_rows == 0)
+def _cudnn_batch_norm(a: OpArrays, c: BandwidthContext) -> np.ndarray:
+    """Inference batch norm in one kernel: cuDNN's (fp32, or half input with fp32 weights: autocast), not the
+    native fp16 kernel and its copy (``counting/handles/vector.py``, ``batch_norm``); training ones have channel
+    rows."""
+    return (a.family == "batch_norm") & (a.kernels == 1) & (a.norm_rows == 0)
 
 
 def _norm_family(a: OpArrays, c: BandwidthContext) -> np.ndarray:
@@ -79,10 +80,9 @@ BANDWIDTH_RULES: tuple[Rule[BandwidthContext], ...] = (
     Rule("depthwise", _depthwise,
          lambda a, c: c.d.depthwise_bandwidth_factor.value / depthwise_gradient_slowdown(a, c.d),
          "NCHW direct depthwise kernels (depthwise_bandwidth_factor; PyTorch's backward kernels slower)"),
-    Rule("cuDNN batch norm, 16-bit", _cudnn_half_batch_norm,
-         lambda a, c: by_width(c.d.cudnn_half_batch_norm_bandwidth_factor.value, c.half),
-         "autocast's inference batch norm runs cuDNN's kernel at its fp32 element rate "
-         "(cudnn_half_batch_norm_bandwidth_factor)"),
+    Rule("cuDNN batch norm", _cudnn_batch_norm,
+         lambda a, c: by_width(c.d.cudnn_batch_norm_bandwidth_factor.value, c.half),
+         "cuDNN's inference batch norm, one element rate at both widths (cudnn_batch_norm_bandwidth_factor)"),
     Rule("norm", _norm_family, _norm_family_factor, "batch, layer and group norms differ by operator"),
     Rule("kind and width", _kind_by_width, _kind_by_width_factor,
          "PyTorch's half-precision kernels move fewer bytes per thread"),
