@@ -4,7 +4,9 @@ layer to start/end logits, 1024 -> 2) in place of the pooler. Plain torch, rando
 
 MLPerf's reference (mlcommons/inference ``language/bert``) feeds SQuAD v1.1 padded to max_seq_length 384;
 NVIDIA's TensorRT harness skips the padding (variable-length kernels), so this fixed-shape count is what a
-padded engine computes: an upper bound on theirs (docs/tensorrt.md)."""
+padded engine computes: an upper bound on theirs (docs/tensorrt.md). ``example_inputs(batch, sequence=N)``
+(``--seq N``) counts N tokens per sequence instead: a fixed-length engine built for N (TensorRT's BERT demo
+runs 128 and 384), or a packed variable-length engine at its data's mean length."""
 
 import torch
 from _blocks import PostNormEncoderLayer
@@ -32,5 +34,5 @@ def build_model() -> nn.Module:
     return BertSquad()
 
 
-def example_inputs(batch_size: int) -> torch.Tensor:
-    return torch.randint(0, VOCAB, (batch_size, SEQUENCE))
+def example_inputs(batch_size: int, sequence: int = SEQUENCE) -> torch.Tensor:
+    return torch.randint(0, VOCAB, (batch_size, sequence))

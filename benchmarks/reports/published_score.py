@@ -18,8 +18,11 @@ How each record is predicted:
 - an LLM preset (``llm:<preset>``): ``analyze_llm`` in graph mode at the record's phase, context and tensor
   parallel degree; compiled (gpt-fast) and engine runs (llama.cpp) are flagged "mode not modelled";
 - ``gemm:MxNxK`` (mamf-finder): one matmul operator predicted in graph mode (device time only);
-- ``run: tensorrt`` (MLPerf, ``mlperf_*.json``): the model counted as a TensorRT engine and predicted in mode
-  "tensorrt" (docs/tensorrt.md); scored only with ``--tensorrt``, never in the PyTorch tables or bands.
+- ``run: tensorrt`` (MLPerf ``mlperf_*.json``; TensorRT's BERT demo ``tensorrt_bert_demo.json``): the model
+  counted as a TensorRT engine and predicted in mode "tensorrt" (docs/tensorrt.md); scored only with
+  ``--tensorrt``, never in the PyTorch tables or bands. ``sequence`` counts the model file at that many tokens
+  per sequence; ``tokens_per_sample`` (a packed variable-length engine: NVIDIA's MLPerf BERT) at that mean
+  length, ``--padded`` at the file's own length instead (counted_sequence).
 Calibration: the shipped one for the card where there is one (only the H200 has one), else the datasheet.
 """
 
@@ -111,7 +114,41 @@ def record_problems(rec: dict, card_ids: set[str], root: Path = ROOT) -> list[st
         problems.append(f"value must be a positive number, got {rec['value']!r}")
     if not (isinstance(rec["batch"], int) and rec["batch"] >= 1):
         problems.append(f"batch must be a positive integer, got {rec['batch']!r}")
+    return problems + _sequence_problems(rec)
+
+
+def _sequence_problems(rec: dict) -> list[str]:
+    """``sequence``: the tokens per sequence of a fixed-length run (the model file's example_inputs takes
+    ``sequence=``); ``tokens_per_sample``: the mean real tokens per sample of a variable-length (packed) engine,
+    with ``tokens_source`` saying where that mean comes from."""
+    problems = []
+    if "sequence" in rec and not (isinstance(rec["sequence"], int) and not isinstance(rec["sequence"], bool)
+                                  and rec["sequence"] >= 1):
+        problems.append(f"sequence must be a positive integer, got {rec['sequence']!r}")
+    if "tokens_per_sample" in rec:
+        tps = rec["tokens_per_sample"]
+        if not (isinstance(tps, (int, float)) and not isinstance(tps, bool) and tps >= 1):
+            problems.append(f"tokens_per_sample must be a number >= 1, got {tps!r}")
+        if "sequence" in rec:
+            problems.append("tokens_per_sample (a packed engine's mean length) and sequence (a fixed length) "
+                            "exclude each other")
+        if rec.get("run") != "tensorrt":
+            problems.append("tokens_per_sample applies to run 'tensorrt' (packed variable-length engines)")
+        if not (isinstance(rec.get("tokens_source"), str) and rec["tokens_source"].strip()):
+            problems.append("tokens_per_sample without tokens_source (where the mean length comes from)")
     return problems
+
+
+def counted_sequence(rec: dict, packed: bool = True) -> int | None:
+    """Tokens per sequence the record's model is counted at: its fixed ``sequence``; for a packed engine
+    (``tokens_per_sample``, unless ``packed`` is off) the mean length rounded, so its GEMMs and norms see the
+    batch's real tokens (batch x mean) and its attention each sequence at the mean length; else None (the
+    model file's own length)."""
+    if "sequence" in rec:
+        return rec["sequence"]
+    if packed and "tokens_per_sample" in rec:
+        return max(1, round(rec["tokens_per_sample"]))
+    return None
 
 
 def _workload_problems(workload: str, root: Path) -> list[str]:
@@ -194,11 +231,12 @@ def mode_and_flag(run: str) -> tuple[str, str]:
 class Predictor:
     """Predicts records; caches the catalog, each card's device model and each counted model file."""
 
-    def __init__(self, engines: bool = True, hosts: bool = True):
+    def __init__(self, engines: bool = True, hosts: bool = True, packed: bool = True):
         from tops_advisor.api import load_catalog
         self.catalog = load_catalog()
         self.engines = engines  # engine and compiled LLM runs through their profile (tops_advisor/llm/engines.py)
         self.hosts = hosts      # eager runs of a named environment at a host scale fitted leave-one-model-out
+        self.packed = packed    # packed engines (tokens_per_sample) at their mean length; off: padded
         self._cards: dict[str, tuple] = {}
         self._costs: dict[tuple[str, str], object] = {}
         self._environments: dict[str, list[dict]] = {}
@@ -257,12 +295,13 @@ class Predictor:
         dtype = "fp32" if rec["precision"] == "tf32" else rec["precision"]
         if rec["run"] == "amp":
             dtype = "amp"   # an fp32 model under autocast (counting/amp.py)
-        key = (rec["workload"], dtype)
+        seq = counted_sequence(rec, self.packed)
+        key = (rec["workload"], dtype, seq)
         if rec["run"] == "tensorrt":   # an engine's kernels; int8 engines counted in fp16 and retyped
-            key = (rec["workload"], "fp16" if dtype == "int8" else dtype, "tensorrt")
+            key = (rec["workload"], "fp16" if dtype == "int8" else dtype, seq, "tensorrt")
         if key not in self._costs:
-            self._costs[key] = ModelCosts(model_spec(rec["workload"]), base_dtype=key[1], mode=key[-1]
-                                          if rec["run"] == "tensorrt" else "graph")
+            self._costs[key] = ModelCosts(model_spec(rec["workload"]), base_dtype=key[1], seq=seq,
+                                          mode="tensorrt" if rec["run"] == "tensorrt" else "graph")
         w = self._costs[key].at(rec["batch"], dtype)
         if rec.get("layout") == "channels_last":
             from tops_advisor.counting.lowering import channels_last_convs
@@ -361,6 +400,10 @@ def detail(rec: dict) -> str:
         parts.append(f"prefill {rec['prompt']}")
     elif "context" in rec:
         parts.append(f"ctx {rec['context']}")
+    if "sequence" in rec:
+        parts.append(f"seq {rec['sequence']}")
+    if "tokens_per_sample" in rec:
+        parts.append(f"packed, mean {rec['tokens_per_sample']:g} tokens")
     return " ".join(p for p in parts if p)
 
 
@@ -529,8 +572,8 @@ def print_engine_rows(rows: list[Scored], as_json: bool, as_markdown: bool) -> i
                           "per_source": {s: stats([r for r in rows if r.source == s])
                                          for s in sorted({r.source for r in rows})}}, indent=1))
         return 0
-    cells = [["source", "card", "workload", "batch", "precision", "measured ms", "predicted ms", "error"]]
-    cells += [[r.source, r.card, r.workload, str(r.batch), r.precision, f"{r.measured_s * 1e3:.3f}",
+    cells = [["source", "card", "workload", "batch", "precision", "detail", "measured ms", "predicted ms", "error"]]
+    cells += [[r.source, r.card, r.workload, str(r.batch), r.precision, r.detail, f"{r.measured_s * 1e3:.3f}",
                f"{r.predicted_s * 1e3:.3f}", _pct(r.error)] for r in rows]
     render = markdown if as_markdown else plain
     print(render(cells))
@@ -567,6 +610,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="print each environment's host scales (all models, and each model left out) and exit")
     ap.add_argument("--tensorrt", action="store_true",
                     help="score only the TensorRT engine records (mlperf_*.json), per source file and record")
+    ap.add_argument("--padded", action="store_true",
+                    help="predict packed variable-length engines (records with tokens_per_sample) padded to the "
+                         "model file's sequence length, as before that field existed")
     ap.add_argument("--write-bands", nargs="?", const=BANDS_PATH, type=Path, metavar="PATH",
                     help="also write the per-card error bands the CLI quotes (default: %(const)s)")
     args = ap.parse_args(argv)
@@ -584,7 +630,8 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"no source file {', '.join(unknown)} in {args.data}")
         sources = [doc for doc in sources if doc["file"] in args.files]
     try:
-        rows = score(sources, Predictor(engines=not args.no_engines, hosts=not args.no_hosts))
+        predictor = Predictor(engines=not args.no_engines, hosts=not args.no_hosts, packed=not args.padded)
+        rows = score(sources, predictor)
     except TopsAdvisorError as exc:   # e.g. a timm: record without timm installed
         print(f"error: {exc}" + (f" ({exc.hint})" if exc.hint else ""), file=sys.stderr)
         return 2

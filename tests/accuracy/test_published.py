@@ -301,3 +301,54 @@ def test_burst_records_are_scored_at_the_cards_burst_clock():
     sustained, burst = predictor.latency_s(rec), predictor.latency_s({**rec, "clock": "burst"})
     hw = predictor.catalog.get("rtx-5090")
     assert sustained / burst == pytest.approx(hw.burst_clock_mhz / hw.boost_clock_mhz, rel=0.02)
+
+
+def test_sequence_and_packed_length_fields_are_validated():
+    rec = {"card": "a100-sxm4-80gb", "workload": "examples/bert_large_squad.py", "batch": 8, "precision": "int8",
+           "run": "tensorrt", "metric": "throughput_per_s", "value": 100.0, "pointer": "x"}
+    assert ps.record_problems({**rec, "sequence": 128}, CARD_IDS) == []
+    assert ps.record_problems({**rec, "tokens_per_sample": 176.6, "tokens_source": "a paper"}, CARD_IDS) == []
+    for bad, says in (({"sequence": 0}, "sequence must be a positive integer"),
+                      ({"sequence": 12.5}, "sequence must be a positive integer"),
+                      ({"tokens_per_sample": 0.5, "tokens_source": "s"}, "tokens_per_sample must be a number >= 1"),
+                      ({"tokens_per_sample": 170}, "without tokens_source"),
+                      ({"tokens_per_sample": 170, "tokens_source": "s", "sequence": 384}, "exclude each other"),
+                      ({"tokens_per_sample": 170, "tokens_source": "s", "run": "eager"}, "applies to run 'tensorrt'")):
+        assert says in " | ".join(ps.record_problems({**rec, **bad}, CARD_IDS)), bad
+
+
+def test_counted_sequence_is_the_fixed_length_or_the_rounded_mean_of_a_packed_engine():
+    assert ps.counted_sequence({"sequence": 128}) == 128
+    assert ps.counted_sequence({"tokens_per_sample": 176.6}) == 177
+    assert ps.counted_sequence({"tokens_per_sample": 176.6}, packed=False) is None   # --padded: the file's length
+    assert ps.counted_sequence({}) is None
+    assert "packed, mean 176.6 tokens" in ps.detail({"tokens_per_sample": 176.6})
+
+
+TEXT_MODEL = ("import torch\nfrom torch import nn\nimport torch.nn.functional as F\n\n"
+              "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.emb = nn.Embedding(100, 16)\n        self.proj = nn.Linear(16, 16)\n\n"
+              "    def forward(self, ids):\n        q = self.proj(self.emb(ids)).unsqueeze(1)\n"
+              "        return F.scaled_dot_product_attention(q, q, q)\n\n"
+              "def build_model():\n    return M()\n\n"
+              "def example_inputs(batch_size, sequence=32):\n    return torch.randint(0, 100, (batch_size, sequence))\n")
+
+
+def test_a_packed_engine_is_counted_at_its_mean_tokens(tmp_path):
+    """A packed engine (tokens_per_sample 20 of a 32-token file) computes batch x 20 tokens in its GEMMs and
+    each sequence's attention at 20 tokens: GEMM work x 20/32, attention x (20/32)^2 against the padded count."""
+    path = tmp_path / "tiny_text.py"
+    path.write_text(TEXT_MODEL)
+    rec = {"card": "a100-sxm4-80gb", "workload": str(path), "batch": 4, "precision": "fp16", "run": "tensorrt",
+           "metric": "throughput_per_s", "value": 100.0, "pointer": "x", "tokens_per_sample": 20.0,
+           "tokens_source": "made up"}
+
+    def flops(predictor, kind):
+        w = predictor.model_case(rec)[0]
+        return sum(op.flops for op in w.ops if op.kind == kind)
+
+    packed, padded = ps.Predictor(), ps.Predictor(packed=False)
+    assert flops(packed, "matmul") == pytest.approx(flops(padded, "matmul") * 20 / 32)
+    assert flops(packed, "attention") == pytest.approx(flops(padded, "attention") * (20 / 32) ** 2)
+    assert flops(padded, "matmul") > 0 and flops(padded, "attention") > 0
+    assert packed.latency_s(rec) < padded.latency_s(rec)

@@ -356,3 +356,18 @@ def test_a_neighbour_module_that_raises_is_named(tmp_path):
         sys.path.remove(str(tmp_path))
         sys.modules.pop("layers", None)
     assert text.endswith(f"(raised at {tmp_path / 'layers.py'}:2, in broken)")
+
+
+def test_seq_sets_the_tokens_of_a_model_file_that_takes_a_sequence(tmp_path):
+    model = tmp_path / "tokens.py"
+    model.write_text("import torch\n\ndef build_model():\n    return torch.nn.Linear(8, 4)\n\n"
+                     "def example_inputs(batch_size, sequence=3):\n    return torch.randn(batch_size, sequence, 8)\n")
+    r = run_cli("count", model, "--batch", "2", "--seq", "5", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["flops"] == 2 * (2 * 5) * 8 * 4   # 2 ops x 10 tokens x 8 in x 4 out
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text("import torch\n\ndef build_model():\n    return torch.nn.Linear(8, 4)\n\n"
+                     "def example_inputs(batch_size):\n    return torch.randn(batch_size, 8)\n")
+    r = run_cli("count", fixed, "--seq", "5")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "example_inputs() takes no sequence length" in r.stderr

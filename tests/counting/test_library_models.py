@@ -143,7 +143,10 @@ def test_bad_specs_get_one_line():
     with pytest.raises(ModelFileError, match="no model name"):
         load_model("timm:")
     with pytest.raises(ModelFileError, match="apply to library models"):
-        load_model(EXAMPLES / "small_cnn.py", seq=8, task="base")
+        load_model(EXAMPLES / "small_cnn.py", task="base", input_shape=(3, 32, 32))
+    # --seq reaches a model file only where its example_inputs takes sequence= (test_model_file_sequence.py)
+    with pytest.raises(ModelFileError, match="takes no sequence length"):
+        load_model(EXAMPLES / "small_cnn.py", seq=8)
 
 
 def test_missing_library_says_what_to_install(monkeypatch):

@@ -55,7 +55,9 @@ def model_options(fn):
         click.option("--task", help="hf: the Auto class to build (causal-lm, masked-lm, seq2seq-lm, base, "
                                     "sequence-classification, image-classification, speech-seq2seq); "
                                     "default: the config's architectures."),
-        click.option("--seq", type=click.IntRange(min=1), help="hf: tokens per sequence (default 128)."),
+        click.option("--seq", type=click.IntRange(min=1),
+                     help="hf: tokens per sequence (default 128); a model file whose example_inputs takes "
+                          "sequence=: its tokens per sequence."),
         click.option("--input-shape", help="Library model: one sample's input shape, e.g. 3x288x288."),
     )):
         fn = option(fn)

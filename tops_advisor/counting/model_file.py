@@ -1,5 +1,7 @@
 """Load a model file: a Python file defining ``build_model()`` and ``example_inputs(batch_size)``.
 
+A text model file may also take the tokens per sequence: ``example_inputs(batch_size, sequence=N)`` (its default
+is the file's own length); ``load_model_file(path, sequence=N)`` then makes every input at N tokens (``--seq``).
 Every way a file can be wrong gives one ``ModelFileError`` line that names the file and the problem.
 """
 
@@ -7,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import inspect
 import itertools
 import sys
 from collections.abc import Iterator
@@ -32,6 +35,7 @@ class ModelFile:
     path: Path
     module: ModuleType
     notes: tuple[str, ...] = ()
+    sequence: int | None = None   # tokens per sequence passed to example_inputs (None: the file's default)
 
     @property
     def label(self) -> str:
@@ -67,10 +71,12 @@ class ModelFile:
         return model
 
     def inputs(self, batch: int, meta: bool = True):
-        """``example_inputs(batch)``, created on the meta device when ``meta``."""
+        """``example_inputs(batch)`` (``sequence=`` too when the file was loaded at a sequence length), created on
+        the meta device when ``meta``."""
+        kwargs = {} if self.sequence is None else {"sequence": self.sequence}
         try:
             with self.importable(), torch.device("meta") if meta else contextlib.nullcontext():
-                inputs = self.module.example_inputs(batch)
+                inputs = self.module.example_inputs(batch, **kwargs)
         except Exception as exc:
             raise ModelFileError(f"{self.path}: example_inputs({batch}) raised {one_line(exc)}") from exc
         items = inputs.values() if isinstance(inputs, dict) else \
@@ -135,8 +141,9 @@ def _check_functions(p: Path, module: ModuleType) -> None:
                                  hint=CONVENTION)
 
 
-def load_model_file(path: str | Path) -> ModelFile:
-    """Import the file as a fresh module and check it defines the two functions."""
+def load_model_file(path: str | Path, sequence: int | None = None) -> ModelFile:
+    """Import the file as a fresh module and check it defines the two functions; ``sequence``: make its inputs
+    at that many tokens per sequence (its ``example_inputs`` must take a ``sequence`` keyword)."""
     p = Path(path)
     code = _compiled(p)
     name = f"_tops_advisor_model_{next(_ids)}_{p.stem.replace('-', '_')}"
@@ -150,4 +157,21 @@ def load_model_file(path: str | Path) -> ModelFile:
         sys.modules.pop(name, None)
         raise ModelFileError(f"{p}: importing it raised {one_line(exc)}") from exc
     _check_functions(p, module)
-    return ModelFile(p, module)
+    if sequence is None:
+        return ModelFile(p, module)
+    _check_sequence(p, module, sequence)
+    return ModelFile(p, module, notes=(f"{sequence} tokens per sequence (example_inputs(batch, sequence={sequence}))",),
+                     sequence=sequence)
+
+
+def _check_sequence(p: Path, module: ModuleType, sequence: int) -> None:
+    if not (isinstance(sequence, int) and sequence >= 1):
+        raise ModelFileError(f"{p}: the sequence length must be a positive integer, got {sequence!r}")
+    try:
+        takes = "sequence" in inspect.signature(module.example_inputs).parameters
+    except (TypeError, ValueError):   # a builtin or a C callable: no signature to read
+        takes = False
+    if not takes:
+        raise ModelFileError(f"{p}: example_inputs() takes no sequence length, so --seq cannot set it",
+                             hint="define example_inputs(batch_size, sequence=DEFAULT) to let --seq choose the "
+                                  "tokens per sequence")
