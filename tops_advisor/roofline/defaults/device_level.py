@@ -104,7 +104,7 @@ class DeviceDefaults:
             "HBM": Default(0.85, "typical large-copy efficiency of HBM2e/HBM3 parts (H100 SXM: ~2.8-3.0 of 3.35 "
                                  "TB/s in nvbandwidth/STREAM-style copies); replaced by the probe's measured copy"),
             "GDDR": Default(0.85, "assumed like HBM; replaced by the probe's measured copy"),
-            "LPDDR": Default(0.70, "assumed lower for LPDDR5 shared with the CPU (Jetson); replaced by a probe")})
+            "LPDDR": Default(0.79, "CUDA bandwidthTest device-to-device on a Jetson Orin NX 16GB at MAXN (nvpmodel -m 0, jetson_clocks; JetPack 6.2.1): 80.6 of 102.4 GB/s (visionbike/Platform-Setup-Guides at 8842c8a, jetson_orin_nx/jetpack_6.2.x); AGX Orin 64GB MAXN: read 152.8 (0.746), copy 183.3 (0.895) of 204.8 GB/s (infinigence/ApxInf at 21ae1dc, doc/jetson-roofline.md); replaced by a probe")})
     # Fraction of the dense FP32 (non-tensor) rate that vector work (elementwise, norms) reaches when it is
     # compute-bound; it almost never is.
     vector_fraction: Default[float] = Default(0.70, "assumed")
