@@ -86,6 +86,19 @@ class VectorDefaults:
     grouped_channels_last_tile_channels: Default[int] = Default(
         64, "H200 trace of ResNeXt-50 32x4d b32 fp16: cuDNN NHWC grouped kernels _g16/_g8/_g4/_g2 at 4/8/16/32 "
             "channels per group (h200_compiled_run2.json)")
+    # Channels-last grouped convolutions whose channels per group are not a power of two (RegNet's 24, 48, 56,
+    # ...) have no NHWC grouped kernel in cuDNN 9 on Hopper: cuDNN slices the tensor per group
+    # (tensorTransformGeneric, nhwcSliceCKernel, then CUTLASS per slice) at a cost per output element whatever the
+    # group width. H200 sweep (benchmarks/studies/grouped-nhwc/h200_grouped_sweep.json, fp16 3x3, 384 and 768
+    # channels, 14-56 pixels, batch 32-128; cuDNN 9.19): 24, 48 and 96 channels per group all ran
+    # tensorTransformGeneric first, 24-36 ps per output element, median 26.2 (0.69 x channels-per-group TFLOPS),
+    # where NCHW ran 26-171 TFLOPS and power-of-two widths channels-last 16-525 (found after blind round 26:
+    # RegNetY-3.2GF's 24-wide groups took 12.2 ms channels-last at batch 128, predicted 2.6).
+    grouped_generic_element_s: Default[float] = Default(
+        26.2e-12, "H200 sweep, cuDNN 9.19: channels-last grouped 3x3 convolutions at 24, 48, 96 channels per "
+        "group, 18 cases, median time per output element (benchmarks/studies/grouped-nhwc)")
+    grouped_generic_architectures: Default[tuple[str, ...]] = Default(
+        ("Hopper",), "where the generic path was measured (H200); other architectures unmeasured")
     # An NCHW grouped convolution (eager PyTorch, cuDNN) computes each group in an NHWC tile at least 64
     # channels wide: cuDNN's kernels for 4-32 channels per group are 64x64 implicit-GEMM tiles (sm80/sm90
     # xmma "tilesize64x64x64"), and the time of one shape is nearly the same at 4, 8, 16, 32 and 64 channels

@@ -99,6 +99,15 @@ def _grouped(a: OpArrays, c: ConvContext) -> np.ndarray:
     return a.groups > 1
 
 
+def _grouped_generic(a: OpArrays, c: ConvContext) -> np.ndarray:
+    """Channels-last grouped 16-bit convolutions whose channels per group are not a power of two, on an
+    architecture where cuDNN was measured to slice them (``grouped_generic_architectures``)."""
+    width = np.rint(a.k / np.maximum(a.window, 1.0)).astype(np.int64)
+    power_of_two = (width > 0) & ((width & (width - 1)) == 0)
+    return (_grouped(a, c) & channels_last(a) & ~power_of_two & (c.precision not in ("tf32", *SIMT_PRECISIONS))
+            & (c.perf.hardware.architecture in c.d.grouped_generic_architectures.value))
+
+
 def _thin(a: OpArrays, c: ConvContext) -> np.ndarray:
     return thin_input(a, c.precision, c.d) & (c.perf.hardware.architecture in c.d.thin_conv_architectures.value)
 
@@ -130,6 +139,10 @@ CONV_RATE_RULES: tuple[Rule[ConvContext], ...] = (
          lambda a, c: misaligned_pointwise(a, c.d) & (c.precision not in ("tf32", *SIMT_PRECISIONS)),
          lambda a, c: misaligned_pointwise_rate(a, c.perf, c.precision),
          "16-bit NCHW 1x1 convolutions off the GEMM row alignment: a GEMM between two layout conversions"),
+    Rule("grouped, channels-last, sliced", _grouped_generic,
+         lambda a, c: 2.0 * a.k / c.d.grouped_generic_element_s.value,
+         "cuDNN slices channels-last groups that are not a power of two wide: a time per output element "
+         "(grouped_generic_element_s)"),
     Rule("grouped, channels-last", lambda a, c: _grouped(a, c) & channels_last(a),
          lambda a, c: grouped_channels_last_rate(a, c.perf, c.precision),
          "cuDNN's NHWC grouped kernels pack several groups in one 64-channel tile"),
