@@ -30,7 +30,7 @@ RECORDS = [(doc["file"], i, rec) for doc in SOURCES for i, rec in enumerate(doc[
 # The round-2 records set aside for the final blind check: validated here (fields only), never scored here.
 ASIDE = ps.load_sources(ps.ASIDE_DIR)
 ASIDE_RECORDS = [(doc["file"], i, rec) for doc in ASIDE for i, rec in enumerate(doc["records"])]
-# The round-3 GeForce records set aside (benchmarks/published/aside-round3/README.md): fields only, never scored here.
+# The round-3 records set aside (benchmarks/published/aside-round3/README.md): fields only, never scored here.
 ASIDE3 = ps.load_sources(ps.DATA_DIR / "aside-round3")
 ASIDE3_RECORDS = [(doc["file"], i, rec) for doc in ASIDE3 for i, rec in enumerate(doc["records"])]
 CARD_IDS = {hw.id for hw in load_catalog()}

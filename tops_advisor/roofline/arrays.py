@@ -58,6 +58,7 @@ class OpArrays:
 
     flops: np.ndarray          # operations (a multiply-add is 2)
     bytes: np.ndarray          # bytes read + bytes written
+    bytes_written: np.ndarray  # bytes written
     kernels: np.ndarray        # kernels launched (float)
     strided: np.ndarray        # bool: reads an activation through a permuted view
     internal: np.ndarray       # bool: launched inside another operator's call
@@ -97,6 +98,7 @@ class OpArrays:
         return cls(
             flops=np.array([o.flops for o in ops], dtype=np.float64),
             bytes=np.array([o.bytes_read + o.bytes_written for o in ops], dtype=np.float64),
+            bytes_written=np.array([o.bytes_written for o in ops], dtype=np.float64),
             kernels=np.array([o.kernels for o in ops], dtype=np.float64),
             strided=np.array([o.strided for o in ops], dtype=bool),
             internal=np.array([o.internal for o in ops], dtype=bool),
