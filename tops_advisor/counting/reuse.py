@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..workload import Reuse
-from .lowering import CountedOp
+from .lowering.facts import CountedOp
 
 
 def annotate_reuse(ops: Sequence[CountedOp]) -> list[CountedOp]:

@@ -24,6 +24,7 @@ from ...kinds import OpKind
 from ...tensorrt import TENSORRT, TensorRTProfile, TrtRule
 from ...units import BYTES_PER_ELEMENT
 from ...workload import OpRecord
+from ..reuse import annotate_reuse
 from .facts import CountedOp, Flow, OpFacts
 from .inductor import FusionPolicy, lower_fused
 from .inductor_layout import to_channels_last
@@ -44,8 +45,7 @@ def lower_tensorrt(ops: Iterable[CountedOp], profile: TensorRTProfile = TENSORRT
         ops = fold_batch_norm(ops)
     if profile.applies(TrtRule.EPILOGUE):
         ops = fuse_epilogues([_bias_in_kernel(c) for c in ops], profile)
-    from ..reuse import annotate_reuse  # (counting.reuse imports this package)
-    ops = annotate_reuse(ops)            # the engine's own producer-consumer pairs, for the L2 (roofline/l2.py)
+    ops = annotate_reuse(ops)   # the engine's own producer-consumer pairs, for the L2 (roofline/l2.py)
     channels_last = profile.applies(TrtRule.CHANNELS_LAST)
     if not profile.applies(TrtRule.POINTWISE_FUSION):
         return tuple(to_channels_last(c.record) if channels_last else c.record for c in ops
