@@ -3,23 +3,11 @@ of a prediction add up to its device time."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 
-from tests.paths import REPO
+from tests.paths import load_script
 
-
-def _module():
-    spec = importlib.util.spec_from_file_location("op_shares", REPO / "benchmarks" / "reports" / "op_shares.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-shares = _module()
+shares = load_script("benchmarks/reports/op_shares.py", "op_shares")
 
 
 @pytest.mark.parametrize("name,kind,bound,group", [

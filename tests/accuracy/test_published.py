@@ -6,25 +6,14 @@ positive value and a pointer to the published row; every source must say where i
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 
 import pytest
 
-from tests.paths import REPO
+from tests.paths import REPO, load_script
 from tops_advisor.api import load_catalog
 
-
-def _scorer():
-    spec = importlib.util.spec_from_file_location("published_score", REPO / "benchmarks" / "reports" / "published_score.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-ps = _scorer()
+ps = load_script("benchmarks/reports/published_score.py", "published_score")
 SOURCES = ps.load_sources()
 RECORDS = [(doc["file"], i, rec) for doc in SOURCES for i, rec in enumerate(doc["records"])]
 # The round-2 records set aside for the final blind check: validated here (fields only), never scored here.

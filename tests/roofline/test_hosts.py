@@ -3,13 +3,10 @@ CLI option, and the scorer's leave-one-model-out use of them (benchmarks/reports
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 from click.testing import CliRunner
 
-from tests.paths import REPO
+from tests.paths import load_script
 from tops_advisor.api import device_perf, load_catalog
 from tops_advisor.cli import cli
 from tops_advisor.errors import InputError
@@ -104,15 +101,7 @@ def test_cli_eager_host_profile_raises_the_eager_latency():
 
 
 # --- the scorer: leave-one-model-out -----------------------------------------------------------------------
-def _scorer():
-    spec = importlib.util.spec_from_file_location("published_score", REPO / "benchmarks" / "reports" / "published_score.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ps = _scorer()
+ps = load_script("benchmarks/reports/published_score.py", "published_score")
 
 
 def _rec(workload: str, run: str = "eager", env: str = "env-x") -> dict:
