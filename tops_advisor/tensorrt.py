@@ -7,7 +7,8 @@ Who reads what:
   :class:`TrtRule` names one rewrite of the counted operators) with the pointwise operators a convolution's or
   a GEMM's epilogue takes (``conv_epilogue``, ``gemm_epilogue``);
 - the roofline (``roofline/predict.py``, mode ``tensorrt``) prices the engine's enqueue (``enqueue``: like a
-  CUDA graph, no launch cost per operator) and runs fp32 layers in TF32 where the card has it (``tf32``);
+  CUDA graph, no launch cost per operator), runs fp32 layers in TF32 where the card has it (``tf32``) and fp16
+  layers at the FP16-accumulate rate where the card has a faster one (``fp16_accumulate``);
 - the recommender lets ``--dtype auto`` try ``auto_dtypes`` (int8 included, where the card has an int8 peak),
   and every int8 prediction carries ``int8.does`` as its caveat.
 
@@ -53,6 +54,7 @@ class TensorRTProfile:
     gemm_epilogue: frozenset[str]             # ATen pointwise ops a GEMM's kernel takes after it
     enqueue: EngineRule
     tf32: EngineRule
+    fp16_accumulate: EngineRule
     int8: EngineRule
     auto_dtypes: tuple[str, ...]              # what --dtype auto tries (each where the card has its peak)
     not_modelled: tuple[str, ...]
@@ -127,6 +129,17 @@ TENSORRT = TensorRTProfile(
                     "an fp32 engine runs its convolutions and GEMMs in TF32 on cards that have it",
                     "TensorRT API, BuilderFlag::kTF32: 'enabled by default' (TensorRT 8.x-10.x developer guide, "
                     "'Reduced Precision')"),
+    fp16_accumulate=EngineRule(
+        "fp16-accumulate",
+        "an fp16 engine's convolutions and GEMMs run at the FP16-accumulate rate on cards that run FP32 "
+        "accumulation at half of it (GeForce: fp16_fp16acc in the catalog); elsewhere both rates are one",
+        "TensorRT documentation, 'Precision Control' (10.16, read 2026-12-02): the builder times each "
+        "implementation and keeps the fastest, and implementations 'can use different algorithms or even run at "
+        "different precisions'; NVIDIA/TensorRT#1237 (NVIDIA, 2021): a kernel has its own input, accumulator "
+        "and output precisions; NVIDIA/TensorRT#2942 (2023): TensorRT's fp16 convolution tactics accumulate in "
+        "fp16 where PyTorch's cuDNN kernels accumulate in fp32; triton-lang/triton#319 (2021): TensorRT reached "
+        "110 TFLOPS on an fp16 convolution on an RTX 3090, above the 71 its FP32-accumulate peak allows "
+        "(GA102 whitepaper: 142 with FP16 accumulation)"),
     int8=EngineRule("int8",
                     "int8 engine: its accuracy depends on calibration (a calibrator over representative data) or "
                     "quantization-aware training (Q/DQ nodes); not predicted here",

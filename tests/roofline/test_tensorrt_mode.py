@@ -44,6 +44,24 @@ def test_fp32_engines_run_tf32_where_the_card_has_it(costs):
     assert any("has no TF32" in a for a in p.assumptions) and p.precision == "fp32"
 
 
+def test_fp16_engines_take_the_fp16_accumulate_rate_where_it_is_faster(costs):
+    """GeForce runs FP32 accumulation at half its FP16-accumulate rate; a TensorRT fp16 engine keeps the faster
+    tactics there (tensorrt.py, fp16_accumulate), so its peak is fp16_fp16acc and its compute time halves; on a
+    card whose two rates are one (TITAN RTX, data-centre cards) nothing changes, and PyTorch never takes it."""
+    trt, pytorch = costs
+    cat = load_catalog()
+    geforce, titan = cat.get("rtx-3090"), cat.get("titan-rtx")
+    p = predict(trt.at(64, "fp16"), geforce, mode="tensorrt")
+    assert p.peak_ops_per_s == pytest.approx(geforce.dense_tops["fp16_fp16acc"] * 1e12)
+    assert any(TENSORRT.fp16_accumulate.does in a for a in p.assumptions)
+    assert predict(pytorch.at(64, "fp16"), geforce).peak_ops_per_s == pytest.approx(geforce.dense_tops["fp16"] * 1e12)
+    same = predict(trt.at(64, "fp16"), titan, mode="tensorrt")
+    assert same.peak_ops_per_s == pytest.approx(titan.dense_tops["fp16"] * 1e12)
+    assert not any(TENSORRT.fp16_accumulate.does in a for a in same.assumptions)
+    fp32 = predict(trt.at(64, "fp32"), geforce, mode="tensorrt")
+    assert fp32.peak_ops_per_s == pytest.approx(geforce.dense_tops["tf32"] * 1e12)
+
+
 def test_tensorrt_runs_on_nvidia_gpus_only(costs):
     from tops_advisor.errors import UnsupportedEngineError
 

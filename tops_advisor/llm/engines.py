@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
+from ..roofline.device import fp16_accumulate
 from .analysis import roofline_predictor
 from .precision import Precision
 
@@ -153,14 +154,13 @@ def engine_precision(profile: EngineProfile, base: Precision, weight_format: str
 def engine_perf(profile: EngineProfile, perf):
     """A roofline DevicePerf as the engine's kernels see it: FP16-accumulate GEMM rates where the card has them,
     the engine's decode attention blocking."""
-    matrix = dict(perf.matrix_ops_per_s)
-    if profile.fp16_accumulate and "fp16_fp16acc" in matrix:
-        matrix["fp16"] = matrix["fp16_fp16acc"]
+    if profile.fp16_accumulate:
+        perf = fp16_accumulate(perf)
     defaults = perf.defaults
     if profile.decode_attention_rows is not None:
         rows = replace(defaults.attention_block_rows, value=profile.decode_attention_rows)
         defaults = replace(defaults, attention_block_rows=rows)
-    return replace(perf, matrix_ops_per_s=matrix, defaults=defaults)
+    return replace(perf, defaults=defaults)
 
 
 def _quantized_weights(op) -> float:

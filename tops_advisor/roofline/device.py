@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -61,6 +61,23 @@ def half_rate(hw: Hardware, precision: str) -> bool:
     fast = hw.dense_tops.get(_FP16_ACCUMULATE.get(precision, ""))
     own = hw.dense_tops.get(precision)
     return fast is not None and own is not None and own * 2.0 <= fast * 1.01
+
+
+def fp16_accumulate(perf: DevicePerf) -> DevicePerf:
+    """``perf`` as kernels that accumulate half-precision products in FP16 see it: on a card that runs FP32
+    accumulation at half its FP16-accumulate rate (``half_rate``: GeForce), fp16 takes the ``fp16_fp16acc``
+    peak in the datasheet (so the convolution factor's intensity and the power limit read it too) and its
+    attainable rate; elsewhere ``perf`` unchanged. Who accumulates in FP16: ``llm/engines.py`` (engines on
+    cuBLAS's CUBLAS_COMPUTE_16F), ``tensorrt.py`` (the builder keeps the fastest tactic, FP16-accumulating
+    ones included)."""
+    hw, fast = perf.hardware, _FP16_ACCUMULATE["fp16"]
+    if not half_rate(hw, "fp16") or fast not in perf.matrix_ops_per_s:
+        return perf
+    dense = {**hw.dense_tops, "fp16": hw.dense_tops[fast]}
+    sparse = {**hw.sparse_tops, "fp16": hw.sparse_tops[fast]} if fast in hw.sparse_tops else hw.sparse_tops
+    fast_hw = hw.model_copy(update={"dense_tops": dense, "sparse_tops": sparse})
+    return replace(perf, hardware=fast_hw,
+                   matrix_ops_per_s={**perf.matrix_ops_per_s, "fp16": perf.matrix_ops_per_s[fast]})
 
 
 def shared_int32_fp32(hw: Hardware, d: RooflineDefaults) -> bool:

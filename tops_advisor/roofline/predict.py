@@ -22,7 +22,7 @@ from ..units import BYTES_PER_ELEMENT
 from ..workload import Workload
 from . import power_limit, rates
 from .arrays import OpArrays, op_arrays
-from .device import DevicePerf, device_perf, matmul_fraction, precision_fraction
+from .device import DevicePerf, device_perf, fp16_accumulate, matmul_fraction, precision_fraction
 from .l2 import l2_read_bytes
 
 MODES: tuple[Mode, ...] = tuple(Mode)   # ``Mode`` and ``MODES`` stay importable from here
@@ -283,11 +283,12 @@ _MODE_ASSUMPTION = {
 }
 
 
-def _assumptions(mode: Mode, perf: DevicePerf, dtype: str, tf32_matmul: bool) -> tuple[str, ...]:
+def _assumptions(mode: Mode, perf: DevicePerf, dtype: str, tf32_matmul: bool,
+                 hardware: Hardware) -> tuple[str, ...]:
     out = (f"mode {mode}: " + _MODE_ASSUMPTION[mode],
            *perf.assumptions)
     if mode == Mode.TENSORRT:
-        return out + _tensorrt_precision(perf, dtype)
+        return out + _tensorrt_precision(perf, dtype, hardware)
     if dtype == "fp32" and "tf32" not in perf.hardware.dense_tops:
         out += (f"fp32: plain FP32 on CUDA cores ({perf.hardware.id} has no TF32)",)
     elif dtype == "fp32":
@@ -296,10 +297,13 @@ def _assumptions(mode: Mode, perf: DevicePerf, dtype: str, tf32_matmul: bool) ->
     return out
 
 
-def _tensorrt_precision(perf: DevicePerf, dtype: str) -> tuple[str, ...]:
-    """What a TensorRT engine's precision means: TF32 for fp32 where the card has it; int8's caveat."""
+def _tensorrt_precision(perf: DevicePerf, dtype: str, hardware: Hardware) -> tuple[str, ...]:
+    """What a TensorRT engine's precision means: TF32 for fp32 where the card has it, the FP16-accumulate rate
+    where ``perf`` took it over ``hardware``'s fp16 peak; int8's caveat."""
     if dtype == "int8":
         return (TENSORRT.int8.does,)
+    if dtype == "fp16" and perf.hardware.dense_tops["fp16"] > hardware.dense_tops["fp16"]:
+        return (f"fp16: {TENSORRT.fp16_accumulate.does} ({perf.hardware.dense_tops['fp16']:g} TFLOPS)",)
     if dtype == "fp32":
         return ("fp32: " + (TENSORRT.tf32.does if "tf32" in perf.hardware.dense_tops
                             else f"plain FP32 on CUDA cores ({perf.hardware.id} has no TF32)"),)
@@ -341,6 +345,8 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     # a TensorRT engine builds fp32 layers in TF32 (BuilderFlag::kTF32, on by default: tops_advisor/tensorrt.py)
     tf32_matmul = tf32_matmul or (mode == Mode.TENSORRT and "tf32" in hardware.dense_tops)
     perf = perf or device_perf(hardware, calibration, calibration_source)
+    if mode == Mode.TENSORRT:   # the builder keeps FP16-accumulating tactics where they are faster
+        perf = fp16_accumulate(perf)
     a = op_arrays(workload)
     t = device_times(a, perf, tf32_matmul)
     device = t.device
@@ -357,11 +363,11 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
         precision=main_precision, mode=mode, calibrated=perf.calibrated,
         calibration_source=perf.calibration_source, latency_s=latency, device_time_s=device_total,
         host_time_s=host_total, flops=float(a.flops.sum()), bytes=float(a.bytes.sum()),
-        kernels=int(a.kernels.sum()), peak_ops_per_s=hardware.peak_ops_per_s(main_precision) or 0.0,
+        kernels=int(a.kernels.sum()), peak_ops_per_s=perf.hardware.peak_ops_per_s(main_precision) or 0.0,
         time_by_bound_s=by_bound, bound=max(by_bound, key=by_bound.get),
         memory_required_bytes=required, memory_capacity_bytes=hardware.memory_bytes,
         fits_memory=required <= hardware.memory_bytes,
-        assumptions=_assumptions(mode, perf, workload.dtype, tf32_matmul),
+        assumptions=_assumptions(mode, perf, workload.dtype, tf32_matmul, hardware),
         _arrays={"precision": t.precision, "compute": t.compute, "memory": t.memory,
                  "overhead": t.gap + np.maximum(t.floor - t.work, 0.0), "device": device, "bound": t.bound},
         _workload_ref=workload,
