@@ -275,6 +275,25 @@ def test_winograd_speeds_up_only_plain_fp32_3x3_stride_1_convolutions():
     assert compute_s(on=HW, p=tf32) == pytest.approx(compute_s(on=HW, p=tf32, stride=2))
 
 
+def test_fp32_convolutions_take_fp32_winograd_where_tf32_buys_little():
+    """GeForce runs TF32 no faster than FP32 (RTX 3090: 35.6 both): cuDNN's FP32 Winograd beats the TF32
+    implicit GEMM for 3x3 stride-1 NCHW convolutions; where TF32 is 5x FP32 (HW) it does not."""
+    defaults = replace(ROUND, winograd_speedup=Default(2.0, "test"))
+    geforce = make_hardware(dense_tops={"fp32": 10, "tf32": 10, "fp16": 100})
+    no_tf32 = make_hardware(dense_tops={"fp32": 10, "fp16": 100})
+    shape = GemmShape(4096, 256, 2304, 1, window=9, spatial_dims=2)
+
+    def compute_s(on, family="", **over):
+        w = one_op(1e12, 1e3, kind="conv", dtype="fp32", gemm=replace(shape, **over))
+        w = replace(w, ops=tuple(replace(o, family=family) for o in w.ops))
+        return predict(w, on, perf=device_perf(on, defaults=defaults)).ops[0].compute_s
+
+    winograd, tf32 = compute_s(no_tf32), compute_s(geforce, stride=2)
+    assert winograd < tf32 and compute_s(geforce) == pytest.approx(winograd)
+    assert compute_s(geforce, family="channels_last") == pytest.approx(tf32)   # NHWC: no Winograd
+    assert compute_s(HW) == pytest.approx(compute_s(HW, stride=2))             # TF32 5x FP32: implicit GEMM
+
+
 def test_missing_precision_names_what_the_device_has():
     with pytest.raises(UnsupportedPrecisionError, match="toy-gpu has no fp8.*fp32, tf32, fp16, bf16, int8"):
         run(one_op(1e12, 1e6, dtype="fp8"))
