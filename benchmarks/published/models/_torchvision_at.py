@@ -1,8 +1,8 @@
 """A torchvision classification model (random weights, eval mode) at a fixed input height and width.
 
 Shared by the model files of this folder: each one names a published run's model and input shape, so that
-``benchmarks/reports/published_score.py`` counts the network at the resolution that was measured (the
-``torchvision:NAME`` workloads count it at 224x224 only).
+``benchmarks/reports/published_score.py`` counts the network at the resolution that was measured (a
+``torchvision:NAME`` workload counts it at its default weights' crop: 224 for most, 384 for efficientnet_v2_s).
 """
 
 from collections.abc import Callable
