@@ -92,9 +92,19 @@ def test_the_read_flips_from_l2_to_dram_at_the_capacity():
 
 def test_the_shares_already_hold_the_reference_cards_reuse():
     size = 10 * MB          # fits both a reference of the same usable L2 and this card
-    same = replace(ROUND, l2_reference_bytes=t(CAPACITY))
+    same = replace(ROUND, l2_reference_bytes=t(CAPACITY), l2_reference_speed_ratio=t(L2 / 1000e9))
     assert memory_s(size, defaults=same) == pytest.approx(2 * size / DRAM)
     # a reference whose L2 held it where this card's does not (between: 40 MB, 80 MB seen by every line > 52.4):
     # the read the shares priced at the L2 costs DRAM here, 10 MB x (1 / 500 - 1 / 4000) GB/s more
     bigger = replace(ROUND, l2_reference_bytes=t(200 * MB))
     assert memory_s(size, between=40 * MB, defaults=bigger) == pytest.approx(2 * size / DRAM + size / DRAM - size / L2)
+
+
+def test_a_line_both_l2s_hold_keeps_the_reference_time_scaled_by_the_l2s_relative_speed():
+    """The shares priced the reference's hits at its L2's speed over its DRAM; this card's L2 is 4x its DRAM
+    (4000 / 1000 GB/s datasheet): against a reference of 2x, the read both L2s hold takes half its DRAM time, and
+    against a reference of 8x twice it; the write is DRAM's either way."""
+    size = 10 * MB
+    for reference_ratio, scale in ((2.0, 0.5), (8.0, 2.0)):
+        d = replace(ROUND, l2_reference_bytes=t(CAPACITY), l2_reference_speed_ratio=t(reference_ratio))
+        assert memory_s(size, defaults=d) == pytest.approx(size / DRAM * scale + size / DRAM)

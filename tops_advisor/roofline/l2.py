@@ -13,7 +13,11 @@ which holds for a contiguous share of the lines (``l2_hit_share``; all of them w
 between and the consumer fit together, none when the producer and the operators between already overflow it).
 Those bytes are read at the L2's bandwidth (``l2_bandwidth_gb_s`` in the catalog, a microbenchmark's figure) and
 the rest, and every write, at DRAM's. A write still costs DRAM: the L2 writes dirty lines back when it evicts
-them. Cards without an L2 bandwidth or an architecture in ``RooflineDefaults.l2_usable_share`` get no reuse.
+them. The reference card's shares already price the reuse its own L2 gave, at its L2's speed relative to
+its DRAM (``l2_reference_speed_ratio``); a line both L2s hold is priced the same on a card whose L2 is
+relatively faster (the L4: 5.8x its DRAM, the H200 2.0x) at the reference's time x their ratio
+(``l2_speed_ratio``), so the relative speed carries over as the DRAM share does. Cards without an L2 bandwidth
+or an architecture in ``RooflineDefaults.l2_usable_share`` get no reuse.
 """
 
 from __future__ import annotations
@@ -34,6 +38,11 @@ def l2_capacity_bytes(hw: Hardware, d: RooflineDefaults) -> float:
     if share is None or not hw.l2_cache_mb or not hw.l2_bandwidth_gb_s:
         return 0.0
     return hw.l2_cache_mb * MIB * share
+
+
+def l2_speed_ratio(hw: Hardware) -> float:
+    """The card's L2 read bandwidth over its DRAM bandwidth, both from the catalog (0 without an L2 figure)."""
+    return (hw.l2_bandwidth_gb_s or 0.0) / hw.memory_bandwidth_gb_s
 
 
 def l2_hit_share(between: np.ndarray, producer: np.ndarray, consumer: np.ndarray, capacity: float) -> np.ndarray:

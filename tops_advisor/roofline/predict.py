@@ -23,7 +23,7 @@ from ..workload import Workload
 from . import power_limit, rates
 from .arrays import OpArrays, op_arrays
 from .device import DevicePerf, device_perf, fp16_accumulate, matmul_fraction, precision_fraction
-from .l2 import l2_read_bytes
+from .l2 import l2_read_bytes, l2_speed_ratio
 
 MODES: tuple[Mode, ...] = tuple(Mode)   # ``Mode`` and ``MODES`` stay importable from here
 # ``compiled`` predicts the kernels torch.compile runs (a workload counted with the inductor lowering),
@@ -209,12 +209,17 @@ def _power_limit_slowdown(rate: np.ndarray, precision: np.ndarray, compute: np.n
 def _traffic_s(a: OpArrays, perf: DevicePerf, factors: np.ndarray) -> np.ndarray:
     """Each operator's bytes at its share (``factors``) of the bandwidth, the shares measured on the reference
     card with its L2; the reused bytes this card's L2 holds beyond the reference's (fewer: negative) move at
-    the L2's bandwidth instead of DRAM's (``l2.py``)."""
+    the L2's bandwidth instead of DRAM's, and those both L2s hold take the reference's time scaled by this
+    card's L2 speed over DRAM against the reference's (``l2.py``)."""
     dram = perf.bandwidth_bytes_per_s * factors
     if not perf.l2_bytes:
         return a.bytes / dram
-    extra = l2_read_bytes(a, perf.l2_bytes) - l2_read_bytes(a, perf.defaults.l2_reference_bytes.value)
-    return a.bytes / dram + extra * (1.0 / (perf.l2_bandwidth_bytes_per_s * factors) - 1.0 / dram)
+    reference = perf.defaults.l2_reference_bytes.value
+    held = l2_read_bytes(a, perf.l2_bytes)
+    common = l2_read_bytes(a, min(perf.l2_bytes, reference))
+    relative = perf.defaults.l2_reference_speed_ratio.value / l2_speed_ratio(perf.hardware)
+    return (a.bytes / dram + (held - common - (l2_read_bytes(a, reference) - common))
+            * (1.0 / (perf.l2_bandwidth_bytes_per_s * factors) - 1.0 / dram) + common / dram * (relative - 1.0))
 
 
 def device_times(a: OpArrays, perf: DevicePerf, tf32_matmul: bool = False) -> _DeviceTimes:

@@ -226,6 +226,9 @@ class DeviceDefaults:
     l2_reference_bytes: Default[float] = Default(
         60 * 2**20 * 0.66, "H200 SXM: 60 MiB L2 (hardware_db/h200-sxm.toml) x its usable share 0.66 "
         "(l2_usable_share), the card the per-kind bandwidth shares were measured on")
+    l2_reference_speed_ratio: Default[float] = Default(
+        9780 / 4800, "H200 SXM: L2 read bandwidth 9,780 GB/s (gpu-benches, hardware_db/h200-sxm.toml) over its "
+        "4,800 GB/s HBM3e: how much faster the reference's L2 served its hits than DRAM")
     l2_usable_share: Default[dict[str, float]] = table(
         "te42kyfo/gpu-benches gpu-l2-cache at 3088b33: last data set on the L2 plateau / datasheet L2 (L40 "
         "0.93, H200 0.66, A100 80GB 0.63-0.69); Blackwell (GB202) assumed as Ada", {
