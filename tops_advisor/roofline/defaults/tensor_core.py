@@ -57,14 +57,15 @@ class TensorCoreDefaults:
     # The speed-up applies to the convolution's time at the implicit-GEMM rate. Tensor-core paths (fp16,
     # TF32) keep implicit GEMM: their GEMM rate is 8-16x the SIMT rate, so the Winograd transforms' memory
     # passes do not pay (the H200 primitives' fp16 and TF32 3x3 convolutions run implicit GEMM kernels).
-    # An fp32 convolution PyTorch lets cuDNN run in TF32 can still take FP32 Winograd where TF32 buys little: on
-    # cards whose TF32 tensor peak is at most this multiple of the FP32 CUDA-core peak (GA10x, AD10x, GB20x: 1x
-    # on GeForce, 2x on the A10/A40/L4/L40S) the 2.25x fewer multiplies win; GA100/GH100 (8x, 7.5x) keep TF32
-    # implicit GEMM (rates/conv.py fp32_winograd_rate; NCHW only).
-    winograd_tf32_max_ratio: Default[float] = Default(2.0, "GA102 whitepaper: RTX 3090 TF32 35.6 = FP32 35.6 "
-                                                      "TFLOPS; tinygrad PR #1675: PyTorch fp32 3x3 conv at "
-                                                      "86.9 TFLOPS on an RTX 3090; A100 traces (PyTorch #81940) "
-                                                      "and H200 primitives: TF32 implicit GEMM at 8x and 7.5x")
+    # An fp32 convolution PyTorch lets cuDNN run in TF32 can still take cuDNN's plain-FP32 kernels where TF32
+    # buys little: on cards whose TF32 tensor peak is at most this multiple of the FP32 CUDA-core peak (GA10x,
+    # AD10x, GB20x: 1x on GeForce, 2x on the A10/A40/L4/L40S) they pay no layout conversion and, for 3x3
+    # stride-1 ones, Winograd's 2.25x fewer multiplies; GA100/GH100 (8x, 7.5x) keep TF32 implicit GEMM
+    # (rates/conv.py fp32_simt_rate; ungrouped NCHW only).
+    fp32_simt_tf32_max_ratio: Default[float] = Default(2.0, "GA102 whitepaper: RTX 3090 TF32 35.6 = FP32 35.6 "
+                                                       "TFLOPS; tinygrad PR #1675: PyTorch fp32 3x3 conv at "
+                                                       "86.9 TFLOPS on an RTX 3090; A100 traces (PyTorch #81940) "
+                                                       "and H200 primitives: TF32 implicit GEMM at 8x and 7.5x")
     winograd_speedup: Default[float] = Default(2.25, "F(2x2,3x3) multiply count (Lavin & Gray 2016); cuDNN "
                                               "Winograd over its GEMM on ResNet 3x3 layers 2.25-2.48x "
                                               "(xuqiantong/CUDA-Winograd README)")

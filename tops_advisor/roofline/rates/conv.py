@@ -164,28 +164,29 @@ def conv_context(a: OpArrays, perf: DevicePerf, precision: str) -> ConvContext:
 
 def conv_rate(a: OpArrays, perf: DevicePerf, precision: str) -> np.ndarray:
     """A convolution's rate: the first rule of ``CONV_RATE_RULES`` that applies to it; for an fp32 convolution
-    PyTorch runs in TF32, the faster of that and cuDNN's plain-FP32 Winograd (``fp32_winograd_rate``)."""
+    PyTorch runs in TF32, the faster of that and cuDNN's plain-FP32 kernels (``fp32_simt_rate``)."""
     rate = first_match(CONV_RATE_RULES, a, conv_context(a, perf, precision))
     if precision == "tf32":
-        rate = np.maximum(rate, fp32_winograd_rate(a, perf))
+        rate = np.maximum(rate, fp32_simt_rate(a, perf))
     return rate
 
 
-def fp32_winograd_rate(a: OpArrays, perf: DevicePerf) -> np.ndarray:
-    """The rate of cuDNN's FP32 Winograd on the CUDA cores for the NCHW convolutions it takes (3x3, stride 1,
-    ungrouped: ``winograd_speedup``), 0 for the others. PyTorch lets cuDNN run fp32 convolutions in TF32, and
-    cuDNN keeps whichever algorithm is faster: where TF32 is many times the FP32 rate (A100: 156 against
-    19.5 TFLOPS, H100, H200) the TF32 implicit GEMM wins and this rate is not offered; on cards whose TF32
-    peak is at most ``winograd_tf32_max_ratio`` x FP32 (GeForce GA10x, AD10x, GB20x: the GA102 whitepaper's
-    RTX 3090 TF32 35.6 and FP32 35.6; 2x on the A10, L4, L40S) Winograd's 2.25x fewer multiplies can win.
-    Seen: PyTorch's fp32 3x3 convolution at 86.9 TFLOPS on an RTX 3090 (tinygrad PR #1675, 2023), above both
-    35.6 TFLOPS peaks, which only a reduced-multiply algorithm reaches."""
+def fp32_simt_rate(a: OpArrays, perf: DevicePerf) -> np.ndarray:
+    """The rate of cuDNN's plain-FP32 kernels on the CUDA cores for ungrouped NCHW convolutions (the SIMT
+    rate of cards without TF32, with Winograd's speed-up where it applies: ``winograd_speedup``), on cards
+    where TF32 buys little; 0 elsewhere. PyTorch lets cuDNN run fp32 convolutions in TF32, and cuDNN keeps
+    whichever algorithm is faster: where TF32 is many times the FP32 rate (A100: 156 against 19.5 TFLOPS,
+    H100, H200) the TF32 implicit GEMM wins and this rate is not offered; on cards whose TF32 peak is at most
+    ``fp32_simt_tf32_max_ratio`` x FP32 (GeForce GA10x, AD10x, GB20x: the GA102 whitepaper's RTX 3090 TF32 35.6
+    and FP32 35.6; 2x on the A10, L4, L40S) the SIMT kernels pay no NCHW<->NHWC conversion, and Winograd's
+    2.25x fewer multiplies win outright. Seen: PyTorch's fp32 3x3 convolution at 86.9 TFLOPS on an RTX 3090
+    (tinygrad PR #1675, 2023), above both 35.6 TFLOPS peaks, which only a reduced-multiply algorithm reaches."""
     hw, d = perf.hardware, perf.defaults
     tf32, fp32 = hw.dense_tops.get("tf32"), hw.dense_tops.get("fp32")
-    eligible = (winograd_speedup(a, hw, "fp32", d) > 1.0) & ~channels_last(a)
-    if not eligible.any() or not tf32 or not fp32 or tf32 > d.winograd_tf32_max_ratio.value * fp32 * 1.01:
+    eligible = (a.groups <= 1) & ~channels_last(a)
+    if not eligible.any() or not tf32 or not fp32 or tf32 > d.fp32_simt_tf32_max_ratio.value * fp32 * 1.01:
         return np.zeros(len(a))
-    simt = (peak(perf, "fp32", OpKind.CONV) * d.conv_simt_factor.value * d.winograd_speedup.value
+    simt = (peak(perf, "fp32", OpKind.CONV) * d.conv_simt_factor.value * winograd_speedup(a, hw, "fp32", d)
             * tile_efficiency(a, perf, OpKind.CONV, "fp32", aligned=True))
     return np.where(eligible, simt, 0.0)
 
