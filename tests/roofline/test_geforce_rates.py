@@ -18,7 +18,8 @@ from tops_advisor.roofline.device import device_perf, half_rate, matmul_fraction
 
 DB = REPO / "hardware_db"
 ROUND = replace(DEFAULTS, half_rate_matmul_fraction=replace(DEFAULTS.half_rate_matmul_fraction, value=0.5),
-                shared_int32_fp32_matmul_fraction=replace(DEFAULTS.shared_int32_fp32_matmul_fraction, value=0.25))
+                shared_int32_fp32_matmul_fraction=replace(DEFAULTS.shared_int32_fp32_matmul_fraction, value=0.25),
+                fp16_accumulate_matmul_fraction=replace(DEFAULTS.fp16_accumulate_matmul_fraction, value=0.4))
 
 
 def hw(device_id: str) -> Hardware:
@@ -107,9 +108,13 @@ def test_geforce_fractions_pick_their_precisions():
     assert perf.matrix_ops_per_s["fp32"] == pytest.approx(104.8e12 * 0.25)   # shared-INT32 SIMT
     assert perf.matrix_ops_per_s["fp16"] == pytest.approx(209.5e12 * 0.5)    # half-rate FP32 accumulate
     assert perf.matrix_ops_per_s["fp8"] == pytest.approx(419e12 * 0.5)
+    assert perf.matrix_ops_per_s["fp16_fp16acc"] == pytest.approx(419e12 * 0.4)    # FP16 accumulate
+    assert perf.matrix_ops_per_s["fp8_fp16acc"] == pytest.approx(838e12 * 0.4)
     mamf = matmul_fraction(device, ROUND).value
-    assert perf.matrix_ops_per_s["fp16_fp16acc"] == pytest.approx(419e12 * mamf)   # full rate: MAMF
     assert perf.matrix_ops_per_s["int8"] == pytest.approx(838e12 * mamf)
+    titan = device_perf(hw("titan-rtx"), defaults=ROUND)   # one rate for both accumulations: MAMF
+    assert titan.matrix_ops_per_s["fp16_fp16acc"] == pytest.approx(
+        130.5e12 * matmul_fraction(hw("titan-rtx"), ROUND).value)
 
 
 def test_data_centre_cards_keep_their_fractions():

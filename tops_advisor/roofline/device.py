@@ -92,8 +92,8 @@ def shared_int32_fp32(hw: Hardware, d: RooflineDefaults) -> bool:
 
 def precision_fraction(hw: Hardware, precision: str, d: RooflineDefaults):
     """The large-GEMM fraction of one precision's peak: a measurement of this architecture and precision,
-    else the shared-INT32 FP32 or half-rate GeForce tensor fraction where the card has that datapath, else
-    the card's MAMF default (``matmul_fraction``)."""
+    else the shared-INT32 FP32, half-rate GeForce tensor or GeForce FP16-accumulate fraction where the card has
+    that datapath, else the card's MAMF default (``matmul_fraction``)."""
     measured = d.matmul_fraction_by_architecture_precision.value.get((hw.architecture, precision))
     if measured is not None:
         return measured
@@ -101,6 +101,8 @@ def precision_fraction(hw: Hardware, precision: str, d: RooflineDefaults):
         return d.shared_int32_fp32_matmul_fraction
     if half_rate(hw, precision):
         return d.half_rate_matmul_fraction
+    if precision in _FP16_ACCUMULATE.values() and any(half_rate(hw, p) for p in _FP16_ACCUMULATE):
+        return d.fp16_accumulate_matmul_fraction
     return matmul_fraction(hw, d)
 
 

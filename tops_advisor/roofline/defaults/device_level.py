@@ -56,6 +56,14 @@ class DeviceDefaults:
     half_rate_matmul_fraction: Default[float] = Default(0.89, "torch-performance-test-data database.md: RTX 4090 24GB "
                                                        "fp16/bf16 torch.mm median 166.4 TFLOPS of 186.8 at "
                                                        "its 2850 MHz burst clock")
+    # FP16-accumulate GEMMs on those cards (the faster rate llama.cpp's cuBLAS calls and TensorRT's fp16 tactics
+    # take: catalog fp16_fp16acc) keep a smaller share of their doubled peak: an RTX 4060 ran a Triton fp16 matmul
+    # at 53.1 TFLOPS with FP16 accumulation against 31.0 with FP32, 1.71x where the peaks are 2x
+    # (triton-lang/triton #10851: the SM issue rate, not the tensor pipe, binds), so 0.89 x 1.71 / 2 = 0.76; and
+    # TensorRT's fp16 convolution reached 110 of the RTX 3090's 142 TFLOPS (triton-lang/triton #319): 0.77.
+    fp16_accumulate_matmul_fraction: Default[float] = Default(
+        0.77, "triton-lang/triton #10851 (RTX 4060: FP16-accumulate 1.71x FP32-accumulate, x 0.89 / 2 = 0.76); "
+        "triton-lang/triton #319 (TensorRT fp16 convolution 110 of the RTX 3090's 142 TFLOPS: 0.77)")
     # Plain FP32 (SIMT) GEMMs where half of the FP32 lanes are shared with INT32 (GA10x, AD10x, GB20x). The
     # GA102 whitepaper (nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf, 'GA10x SM'): each SM
     # partition has one datapath of 16 FP32 units and one of 16 units that run FP32 or INT32, so the datasheet
