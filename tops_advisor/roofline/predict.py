@@ -215,11 +215,11 @@ def _traffic_s(a: OpArrays, perf: DevicePerf, factors: np.ndarray) -> np.ndarray
     if not perf.l2_bytes:
         return a.bytes / dram
     reference = perf.defaults.l2_reference_bytes.value
-    held = l2_read_bytes(a, perf.l2_bytes)
-    common = l2_read_bytes(a, min(perf.l2_bytes, reference))
+    extra = l2_read_bytes(a, perf.l2_bytes) - l2_read_bytes(a, reference)
+    common = l2_read_bytes(a, min(perf.l2_bytes, reference))            # the hits both L2s give
     relative = perf.defaults.l2_reference_speed_ratio.value / l2_speed_ratio(perf.hardware)
-    return (a.bytes / dram + (held - common - (l2_read_bytes(a, reference) - common))
-            * (1.0 / (perf.l2_bandwidth_bytes_per_s * factors) - 1.0 / dram) + common / dram * (relative - 1.0))
+    return (a.bytes / dram + extra * (1.0 / (perf.l2_bandwidth_bytes_per_s * factors) - 1.0 / dram)
+            + common / dram * (relative - 1.0))
 
 
 def device_times(a: OpArrays, perf: DevicePerf, tf32_matmul: bool = False) -> _DeviceTimes:
