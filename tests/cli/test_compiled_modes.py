@@ -38,6 +38,16 @@ def test_analyze_amp_computes_convolutions_in_fp16_and_casts_weights():
     assert amp["kernels"] > fp16["kernels"]   # the casts
 
 
+def test_compiled_fp32_runs_plain_fp32_on_cards_without_tf32():
+    """Inductor's convolutions of an fp32 model run in TF32 where the card has it; on a V100 or T4 (no TF32)
+    PyTorch runs them in plain FP32, so the prediction works and reports fp32, never an error about tf32."""
+    for device, precision in (("t4", "fp32"), ("a100-sxm4-80gb", "tf32")):
+        r = _run("analyze", MODEL, "-H", device, "--batch", "8", "--dtype", "fp32", "--mode", "compiled", "--json")
+        assert r.exit_code == 0, r.output
+        out = json.loads(r.output)
+        assert out["precision"] == precision and out["latency_ms"] > 0
+
+
 def test_recommend_compiled():
     r = _run("recommend", MODEL, "--latency", "1ms", "--mode", "compiled", "-H", "h200-sxm", "--json")
     assert r.exit_code == 0, r.output

@@ -316,11 +316,16 @@ def _tensorrt_precision(perf: DevicePerf, dtype: str, hardware: Hardware) -> tup
 
 
 def _engine_workload(workload: Workload, hardware: Hardware) -> Workload:
-    """A TensorRT workload as the engine runs on ``hardware``: NVIDIA GPUs only; on a card without TF32, the
-    convolutions the lowering runs as TF32 implicit GEMMs are built in plain fp32."""
+    """A TensorRT workload as the engine runs on ``hardware``: NVIDIA GPUs only; TF32 where the card has it."""
     if hardware.vendor != "NVIDIA":
         raise UnsupportedEngineError(f"TensorRT runs on NVIDIA GPUs; {hardware.id} is {hardware.vendor}'s",
                                      hint="drop --engine tensorrt for this device")
+    return _without_tf32(workload, hardware)
+
+
+def _without_tf32(workload: Workload, hardware: Hardware) -> Workload:
+    """On a card without TF32 (V100, T4, TITAN RTX), the operators a lowering runs in TF32 (inductor's and
+    TensorRT's convolutions of an fp32 model) run in plain FP32 on the CUDA cores."""
     if "tf32" in hardware.dense_tops or not any(o.dtype == "tf32" for o in workload.ops):
         return workload
     return replace(workload, ops=tuple(replace(o, dtype="fp32") if o.dtype == "tf32" else o for o in workload.ops))
@@ -347,6 +352,8 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     _check_lowering(mode, workload.lowering)
     if mode == Mode.TENSORRT:
         workload = _engine_workload(workload, hardware)
+    elif mode == Mode.COMPILED:
+        workload = _without_tf32(workload, hardware)
     # a TensorRT engine builds fp32 layers in TF32 (BuilderFlag::kTF32, on by default: tops_advisor/tensorrt.py)
     tf32_matmul = tf32_matmul or (mode == Mode.TENSORRT and "tf32" in hardware.dense_tops)
     perf = perf or device_perf(hardware, calibration, calibration_source)
