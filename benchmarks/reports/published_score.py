@@ -215,8 +215,12 @@ def timed_copy_bytes(rec: dict, workload) -> float:
     return float(workload.input_bytes) if rec.get("input_copy") else 0.0
 
 
-def mode_and_flag(run: str) -> tuple[str, str]:
-    """The predictor mode a run is scored in, and a flag when the tool does not model that run."""
+def mode_and_flag(run: str, kind: str = "model") -> tuple[str, str]:
+    """The predictor mode a run is scored in, and a flag when the tool does not model that run. ``kind``
+    (``record_kind``): a compiled model file is predicted in mode compiled (inductor's kernels replayed as a CUDA
+    graph: docs/compiled.md); compiled LLM runs go through their engine profile and keep the flag."""
+    if run == "compiled" and kind == "model":
+        return "compiled", ""
     if run == "eager":
         return "eager", ""
     if run in ("cuda-graph", "kernel"):
@@ -299,11 +303,13 @@ class Predictor:
         key = (rec["workload"], dtype, seq)
         if rec["run"] == "tensorrt":   # an engine's kernels; int8 engines counted in fp16 and retyped
             key = (rec["workload"], "fp16" if dtype == "int8" else dtype, seq, "tensorrt")
+        if rec["run"] == "compiled":   # inductor's kernels; it picks its own layout
+            key = (rec["workload"], dtype, seq, "compiled")
         if key not in self._costs:
             self._costs[key] = ModelCosts(model_spec(rec["workload"]), base_dtype=key[1], seq=seq,
-                                          mode="tensorrt" if rec["run"] == "tensorrt" else "graph")
+                                          mode=rec["run"] if rec["run"] in ("tensorrt", "compiled") else "graph")
         w = self._costs[key].at(rec["batch"], dtype)
-        if rec.get("layout") == "channels_last":
+        if rec.get("layout") == "channels_last" and rec["run"] != "compiled":
             from tops_advisor.counting.lowering import channels_last_convs
             w = channels_last_convs(w)
         return w, hw, cal, perf
@@ -428,7 +434,7 @@ def score(sources: list[dict], predictor: Predictor | None = None) -> list[Score
     rows = []
     for doc in sources:
         for rec in doc["records"]:
-            _, flag = mode_and_flag(rec["run"])
+            _, flag = mode_and_flag(rec["run"], record_kind(rec["workload"]))
             rows.append(Scored(source=doc["file"], card=rec["card"], workload=rec["workload"],
                                batch=rec["batch"], precision=rec["precision"], run=rec["run"],
                                detail=detail(rec), measured_s=measured_latency_s(rec),
