@@ -13,7 +13,8 @@ error = (predicted - measured) / measured on latency. Throughput becomes latency
 How each record is predicted:
 - a model file (``examples/*.py``) or a library model by name (``timm:NAME``, ``torchvision:NAME``,
   ``hf:PATH_OR_ID``; needs the ``[models]`` extra): ``ModelCosts`` + ``predict``; ``run`` eager -> mode "eager", cuda-graph
-  -> "graph"; amp -> an eager run of ``--dtype amp`` (autocast's operator lists, counting/amp.py), with
+  -> "graph"; compiled -> "compiled" (inductor's kernels, its own layout); amp -> an eager run of ``--dtype amp``
+  (autocast's operator lists, counting/amp.py), with
   ``layout: channels_last`` through ``counting.lowering.channels_last_convs`` (cuDNN's NHWC rates);
 - an LLM preset (``llm:<preset>``): ``analyze_llm`` in graph mode at the record's phase, context and tensor
   parallel degree; compiled (gpt-fast) and engine runs (llama.cpp) are flagged "mode not modelled";
