@@ -77,7 +77,7 @@ def fp16_accumulate(perf: DevicePerf) -> DevicePerf:
     sparse = {**hw.sparse_tops, "fp16": hw.sparse_tops[fast]} if fast in hw.sparse_tops else hw.sparse_tops
     fast_hw = hw.model_copy(update={"dense_tops": dense, "sparse_tops": sparse})
     share = perf.matrix_ops_per_s[fast] / (hw.dense_tops[fast] * 1e12)
-    notes = tuple(n for n in perf.assumptions if not n.startswith("fp16 matrix peak"))
+    notes = tuple(n for n in perf.assumptions if not n.startswith(("fp16 matrix peak", f"{fast} matrix peak")))
     notes += (f"fp16 matrix peak = {share:.0%} of the FP16-accumulate peak {hw.dense_tops[fast]:g} TFLOPS "
               f"({precision_fraction(hw, fast, perf.defaults).source})",)
     return replace(perf, hardware=fast_hw, assumptions=notes,

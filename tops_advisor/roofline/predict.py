@@ -214,9 +214,9 @@ def _traffic_s(a: OpArrays, perf: DevicePerf, factors: np.ndarray) -> np.ndarray
     dram = perf.bandwidth_bytes_per_s * factors
     if not perf.l2_bytes:
         return a.bytes / dram
-    reference = perf.defaults.l2_reference_bytes.value
-    extra = l2_read_bytes(a, perf.l2_bytes) - l2_read_bytes(a, reference)
-    common = l2_read_bytes(a, min(perf.l2_bytes, reference))            # the hits both L2s give
+    held, at_reference = l2_read_bytes(a, perf.l2_bytes), l2_read_bytes(a, perf.defaults.l2_reference_bytes.value)
+    extra = held - at_reference
+    common = np.minimum(held, at_reference)            # the hits both L2s give (the smaller L2's: LRU is nested)
     relative = perf.defaults.l2_reference_speed_ratio.value / l2_speed_ratio(perf.hardware)
     return (a.bytes / dram + extra * (1.0 / (perf.l2_bandwidth_bytes_per_s * factors) - 1.0 / dram)
             + common / dram * (relative - 1.0))
