@@ -155,10 +155,25 @@ def _datasheet_rates(hw: Hardware, d: RooflineDefaults) -> _Rates:
     if clock != 1.0:
         notes.append(f"compute peaks at the sustained {hw.sustained_clock_mhz:.0f} MHz, x{clock:.3f} the rated "
                      f"boost {hw.boost_clock_mhz:.0f} MHz ({hw.citation('sustained_clock_mhz')})")
+    cycles = floor_clock_scale(hw, d)
+    if cycles != 1.0:
+        notes.append(f"kernel floors and gaps x{cycles:.2f}: fixed cycle counts measured at "
+                     f"{d.kernel_floor_reference_clock_mhz.value:.0f} MHz, run at "
+                     f"{hw.boost_clock_mhz * clock:.0f} MHz (kernel_floor_reference_clock_mhz)")
     return _Rates(
         matrix={p: t * 1e12 * by_precision[p].value * clock for p, t in hw.dense_tops.items()},
-        bandwidth=hw.memory_bandwidth_bytes_per_s * bw.value, floor_s=d.kernel_floor_s.value,
-        gap_s=d.kernel_gap_s.value, eager_s=d.eager_op_s.value, kind_floor=dict(d.kind_floor_s.value), notes=notes)
+        bandwidth=hw.memory_bandwidth_bytes_per_s * bw.value, floor_s=d.kernel_floor_s.value * cycles,
+        gap_s=d.kernel_gap_s.value * cycles, eager_s=d.eager_op_s.value,
+        kind_floor={k: v * cycles for k, v in d.kind_floor_s.value.items()}, notes=notes)
+
+
+def floor_clock_scale(hw: Hardware, d: RooflineDefaults) -> float:
+    """How much longer this card takes for the kernel floors and gap than the card they were measured on: they
+    are cycle counts, so reference clock / this card's clock (its boost x its sustained/boost ratio); 1 where
+    the catalog gives no boost clock."""
+    if not hw.boost_clock_mhz:
+        return 1.0
+    return d.kernel_floor_reference_clock_mhz.value / (hw.boost_clock_mhz * hw.clock_scale)
 
 
 def _calibrated_rates(hw: Hardware, cal: Calibration, d: RooflineDefaults) -> _Rates:
@@ -182,9 +197,10 @@ def _calibrated_rates(hw: Hardware, cal: Calibration, d: RooflineDefaults) -> _R
                        f"{burst:.0f}; {', '.join(sus.throttle_reasons) or 'throttled'})")
     if cal.kernel_graph_us:
         # the probe times a trivial kernel; real kernels' floor and gap scale with it
+        # (it replaces the clock scaling of the datasheet rates: the probe timed this card's own cycles)
         scale = cal.kernel_graph_us * 1e-6 / d.tiny_kernel_reference_s.value
-        r.floor_s, r.gap_s = r.floor_s * scale, r.gap_s * scale
-        r.kind_floor = {k: v * scale for k, v in r.kind_floor.items()}
+        r.floor_s, r.gap_s = d.kernel_floor_s.value * scale, d.kernel_gap_s.value * scale
+        r.kind_floor = {k: v * scale for k, v in d.kind_floor_s.value.items()}
     if cal.module_call_us:
         # the module stack measures what a model's eager host time is made of: scale in proportion
         r.eager_s = r.eager_s * cal.module_call_us * 1e-6 / d.eager_module_call_reference_s.value

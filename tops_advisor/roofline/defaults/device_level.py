@@ -131,6 +131,17 @@ class DeviceDefaults:
     # kernel_graph_us / kernel_eager_us, hardware_db/calibrations/h200-sxm.json). A calibration of another card
     # scales the floors, gap and eager operator cost by its own measurement over these.
     tiny_kernel_reference_s: Default[float] = Default(0.87e-6, "H200 probe: trivial kernel replayed in a CUDA graph")
+    # The floors and gap below are fixed counts of GPU clock cycles, not of seconds: a kernel's shortest time is
+    # its pipeline filling and draining (grid launch by the front end, one wave's ramp-up, the prologue's
+    # loads issued and the epilogue's writes retired, the tail), each a number of dependent steps of the SM
+    # and front-end clocks; a card without a probe takes them at (this clock / its clock: the boost clock
+    # light kernels run at, times the catalog's sustained/boost ratio where it has one). The H200 ran them at
+    # its 1980 MHz maximum SM clock (nvidia-smi on the measuring card, hardware_db/h200-sxm.toml).
+    # Check on cards nobody here measured, not fitted (benchmarks/published, the visible rows): A100 (1410
+    # MHz) PyTorch rows 13% -> 9% median |error|, Jetson AGX Orin (1300 MHz) 14% -> 9%, RTX 4090 (2730 MHz
+    # sustained) 9% -> 5% (docs/published.md, 'Round 3 follow-up, second session').
+    kernel_floor_reference_clock_mhz: Default[float] = Default(
+        1980.0, "H200 SXM: nvidia-smi 'Max Clocks: SM 1980 MHz' on the card the floors and gap were measured on")
     eager_launch_reference_s: Default[float] = Default(10.8e-6, "H200 probe: trivial operator launched eagerly")
     # The host time per nn.Module call of the probe's stack of tiny Linear layers (probe.overhead.module_call_s)
     # at which the eager host costs below hold. A probe that measures it scales them in proportion: the stack
