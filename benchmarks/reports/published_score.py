@@ -573,9 +573,13 @@ def host_fits(sources: list[dict], predictor: Predictor) -> list[dict]:
 
 
 def print_engine_rows(rows: list[Scored], as_json: bool, as_markdown: bool) -> int:
-    """The TensorRT records: one row each, then the error per source file (its split: seen or aside)."""
+    """The TensorRT records: one row each, then the error per card (and over all of them), then per source file
+    (its split: seen or aside)."""
+    cards = sorted({r.card for r in rows})
     if as_json:
         print(json.dumps({"records": [row_dump(r) for r in rows],
+                          "per_card": {c: stats([r for r in rows if r.card == c]) for c in cards},
+                          "all": stats(rows),
                           "per_source": {s: stats([r for r in rows if r.source == s])
                                          for s in sorted({r.source for r in rows})}}, indent=1))
         return 0
@@ -584,6 +588,10 @@ def print_engine_rows(rows: list[Scored], as_json: bool, as_markdown: bool) -> i
                f"{r.predicted_s * 1e3:.3f}", _pct(r.error)] for r in rows]
     render = markdown if as_markdown else plain
     print(render(cells))
+    print()
+    print(render([["card", "n", "median |error|", "median error", "worst"]]
+                 + [[c, *_stat_cells(stats([r for r in rows if r.card == c]))] for c in cards]
+                 + [["all", *_stat_cells(stats(rows))]]))
     print()
     print(render([["source", "n", "median |error|", "median error", "worst"]]
                  + [[s, *_stat_cells(stats([r for r in rows if r.source == s]))]

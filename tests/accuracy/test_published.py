@@ -157,6 +157,10 @@ def test_tensorrt_records_are_scored_apart_from_the_pytorch_tables(tmp_path, cap
     out = json.loads(capsys.readouterr().out)
     assert [r["run"] for r in out["records"]] == ["tensorrt"] and out["records"][0]["predicted_s"] > 0
     assert out["per_source"]["mlperf_fixture.json"]["n"] == 1
+    assert out["per_card"]["a100-sxm4-80gb"]["n"] == 1 and out["all"]["n"] == 1
+    assert ps.main(["--data", str(tmp_path), "--tensorrt"]) == 0
+    table = capsys.readouterr().out
+    assert "\ncard " in table and "\nall " in table   # the per-card table the done-when reads
 
 
 FIXTURE = {
