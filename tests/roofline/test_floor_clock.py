@@ -49,3 +49,12 @@ def test_a_probe_of_the_card_replaces_the_clock_scaling():
     perf = device_perf(device, cal, "test")
     assert perf.kernel_floor_s == pytest.approx(2 * DEFAULTS.kernel_floor_s.value)
     assert perf.kernel_gap_s == pytest.approx(2 * DEFAULTS.kernel_gap_s.value)
+
+
+def test_a_calibration_without_a_floor_probe_keeps_the_clock_scaling_and_says_so():
+    device = hw("a100-sxm4-80gb")
+    cal = Calibration(hardware=device.id, measured_tops={"fp16": 250.0}, memory_bandwidth_gb_s=1800.0)
+    perf = device_perf(device, cal, "test")
+    scale = floor_clock_scale(device, DEFAULTS)
+    assert perf.kernel_floor_s == pytest.approx(DEFAULTS.kernel_floor_s.value * scale)
+    assert any(note.startswith("kernel floors and gaps") for note in perf.assumptions)

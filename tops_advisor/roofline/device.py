@@ -178,7 +178,9 @@ def floor_clock_scale(hw: Hardware, d: RooflineDefaults) -> float:
 
 def _calibrated_rates(hw: Hardware, cal: Calibration, d: RooflineDefaults) -> _Rates:
     r = _datasheet_rates(hw, d)
-    r.notes = []
+    # the datasheet notes give way to the measurements, except the floors' clock scaling where no probe of
+    # the kernel floor replaces it
+    r.notes = [n for n in r.notes if n.startswith("kernel floors") and not cal.kernel_graph_us]
     ratios = [cal.measured_tops[p] / hw.dense_tops[p] for p in cal.measured_tops if p in hw.dense_tops]
     frac = matmul_fraction(hw, d)
     fill = statistics.median(ratios) if ratios else frac.value
