@@ -157,9 +157,7 @@ def _datasheet_rates(hw: Hardware, d: RooflineDefaults) -> _Rates:
                      f"boost {hw.boost_clock_mhz:.0f} MHz ({hw.citation('sustained_clock_mhz')})")
     cycles = floor_clock_scale(hw, d)
     if cycles != 1.0:
-        notes.append(f"kernel floors and gaps x{cycles:.2f}: fixed cycle counts measured at "
-                     f"{d.kernel_floor_reference_clock_mhz.value:.0f} MHz, run at "
-                     f"{hw.boost_clock_mhz * clock:.0f} MHz (kernel_floor_reference_clock_mhz)")
+        notes.append(_floor_clock_note(hw, d))
     return _Rates(
         matrix={p: t * 1e12 * by_precision[p].value * clock for p, t in hw.dense_tops.items()},
         bandwidth=hw.memory_bandwidth_bytes_per_s * bw.value, floor_s=d.kernel_floor_s.value * cycles,
@@ -176,11 +174,18 @@ def floor_clock_scale(hw: Hardware, d: RooflineDefaults) -> float:
     return d.kernel_floor_reference_clock_mhz.value / (hw.boost_clock_mhz * hw.clock_scale)
 
 
+def _floor_clock_note(hw: Hardware, d: RooflineDefaults) -> str:
+    """The assumption line of ``floor_clock_scale`` (a card with a boost clock)."""
+    return (f"kernel floors and gaps x{floor_clock_scale(hw, d):.2f}: fixed cycle counts measured at "
+            f"{d.kernel_floor_reference_clock_mhz.value:.0f} MHz, run at "
+            f"{hw.boost_clock_mhz * hw.clock_scale:.0f} MHz (kernel_floor_reference_clock_mhz)")
+
+
 def _calibrated_rates(hw: Hardware, cal: Calibration, d: RooflineDefaults) -> _Rates:
     r = _datasheet_rates(hw, d)
-    # the datasheet notes give way to the measurements, except the floors' clock scaling where no probe of
-    # the kernel floor replaces it
-    r.notes = [n for n in r.notes if n.startswith("kernel floors") and not cal.kernel_graph_us]
+    r.notes = []   # the datasheet notes give way to the measurements
+    if not cal.kernel_graph_us and floor_clock_scale(hw, d) != 1.0:   # no probe of the floors replaces it
+        r.notes.append(_floor_clock_note(hw, d))
     ratios = [cal.measured_tops[p] / hw.dense_tops[p] for p in cal.measured_tops if p in hw.dense_tops]
     frac = matmul_fraction(hw, d)
     fill = statistics.median(ratios) if ratios else frac.value
