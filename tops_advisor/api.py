@@ -194,14 +194,15 @@ class ModelAnalysis:
 def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", mode: str = "graph",
                   calibration: tuple[Calibration | None, str] = (None, ""), tf32_matmul: bool = False,
                   strict: bool = False, host: HostProfile | None = None, pricing: Pricing | None = None,
-                  channels_last: bool = False) -> ModelAnalysis:
+                  channels_last: bool = False, opt_batch: int | None = None) -> ModelAnalysis:
     """Count ``model`` (a path, a library spec or a ``counting.load_model`` result) at ``batch`` and predict
     it on ``hw``. Precisions without eager kernels (fp8, int8, ...) are counted in fp16 and rescaled; "amp" is
     counted under autocast; ``mode`` "compiled" counts inductor's kernels (docs/compiled.md), "tensorrt" a
     TensorRT engine's (docs/tensorrt.md; int8 where ``hw`` has an int8 peak). ``host``: an
     eager host profile (``roofline/hosts.py``) priced in place of the calibration's host cost. ``pricing``
     (``load_pricing``): what the operating point costs, rented and bought (``operating_costs``).
-    ``channels_last``: model and input channels-last (``ModelCosts``)."""
+    ``channels_last``: model and input channels-last (``ModelCosts``). ``opt_batch`` (mode tensorrt): the batch
+    the engine was built for (its optimisation profile's opt shape), whose kernels it runs at ``batch``."""
     import warnings
 
     from .accuracy import expected_error, model_family
@@ -223,10 +224,16 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
         costs = ModelCosts(model, base_dtype=base, strict=strict, batches=(batch, batch), mode=mode,
                            channels_last=channels_last)
     workload = costs.at(batch, dtype)
+    if opt_batch is not None and mode != Mode.TENSORRT:
+        from .errors import InputError
+
+        raise InputError(f"--opt-batch is a TensorRT engine's build batch; mode {mode} has none",
+                         hint="add --engine tensorrt, or drop --opt-batch")
+    opt = costs.at(opt_batch, dtype) if opt_batch not in (None, batch) else None
     perf = device_perf(hw, *calibration)
     if host is not None:
         perf = host_perf(perf, host, dtype)
-    pred = predict(workload, hw, mode=mode, tf32_matmul=tf32_matmul, perf=perf)
+    pred = predict(workload, hw, mode=mode, tf32_matmul=tf32_matmul, perf=perf, opt_workload=opt)
     other = None
     if mode not in (Mode.COMPILED, Mode.TENSORRT):  # no eager counterpart from inductor's or an engine's kernels
         other_mode = Mode.GRAPH if mode == Mode.EAGER else Mode.EAGER

@@ -23,7 +23,8 @@ How each record is predicted:
   counted as a TensorRT engine and predicted in mode "tensorrt" (docs/tensorrt.md); scored only with
   ``--tensorrt``, never in the PyTorch tables or bands. ``sequence`` counts the model file at that many tokens
   per sequence; ``tokens_per_sample`` (a packed variable-length engine: NVIDIA's MLPerf BERT) at that mean
-  length, ``--padded`` at the file's own length instead (counted_sequence).
+  length, ``--padded`` at the file's own length instead (counted_sequence). ``opt_workload``: the model file at
+  the shape a dynamic-shape engine was built for (its profile's ``opt`` shape), whose tactics the run keeps.
 Calibration: the shipped one for the card where there is one (only the H200 has one), else the datasheet.
 """
 
@@ -103,6 +104,10 @@ def record_problems(rec: dict, card_ids: set[str], root: Path = ROOT) -> list[st
         problems.append(f"unknown run {rec['run']!r}")
     if rec["run"] == "engine" and not rec.get("engine"):
         problems.append("run 'engine' without an engine name")
+    if "opt_workload" in rec:
+        problems += [f"opt_workload: {p}" for p in _workload_problems(rec["opt_workload"], root)]
+        if rec["run"] != "tensorrt":
+            problems.append("opt_workload (an engine's opt shape) needs run 'tensorrt'")
     if rec.get("clock", "sustained") not in ("sustained", "burst"):
         problems.append(f"clock must be 'sustained' or 'burst', got {rec['clock']!r}")
     if "power_mode" in rec and not (isinstance(rec["power_mode"], str) and rec["power_mode"].strip()):
@@ -291,7 +296,9 @@ class Predictor:
             perf = with_host_scale(perf, fit.scale)
             copy_s = fit.copy_s(timed_copy_bytes(rec, w))
         mode, _ = mode_and_flag(rec["run"])
-        return predict(w, hw, cal, mode, tf32_matmul=rec["precision"] == "tf32", perf=perf).latency_s + copy_s
+        opt = self.model_case({**rec, "workload": rec["opt_workload"]})[0] if rec.get("opt_workload") else None
+        return predict(w, hw, cal, mode, tf32_matmul=rec["precision"] == "tf32", perf=perf,
+                       opt_workload=opt).latency_s + copy_s
 
     def model_case(self, rec: dict) -> tuple:
         """(workload, hardware, calibration, device perf) of a model record, as the scorer predicts it."""

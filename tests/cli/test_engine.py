@@ -49,6 +49,7 @@ def _no_int8_card() -> str:
     (("analyze", MODEL, "-H", "h100-sxm", "--engine", "tensorrt", "--dtype", "amp"), "--dtype amp is torch.autocast"),
     (("recommend", "--llm", "llama3-8b", "--engine", "tensorrt", "--tokens-per-s", "20"), "--engine"),
     (("recommend", MODEL, "--engine", "tensorrt", "--train"), "--engine tensorrt predicts inference"),
+    (("analyze", MODEL, "-H", "h100-sxm", "--opt-batch", "32"), "--opt-batch is a TensorRT engine's build batch"),
 ])
 def test_bad_combinations_give_one_line_and_exit_2(args, message):
     r = _run(*args)
@@ -80,3 +81,11 @@ def test_recommend_auto_in_plain_pytorch_never_picks_int8():
     r = _run("recommend", MODEL, "--dtype", "auto", "--rank-by", "throughput", "-H", "a100-sxm4-80gb", "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["recommendations"][0]["dtype"] != "int8"
+
+
+def test_an_engine_built_for_a_larger_batch_runs_batch_1_no_faster_and_says_so():
+    own = _analyze("--engine", "tensorrt", "--batch", "1")
+    built_for_64 = _analyze("--engine", "tensorrt", "--batch", "1", "--opt-batch", "64")
+    assert built_for_64["latency_ms"] > own["latency_ms"]
+    assert any("opt shape" in a and "batch 64" in a for a in built_for_64["assumptions"])
+    assert not any("opt shape" in a for a in own["assumptions"])

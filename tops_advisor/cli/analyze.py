@@ -32,6 +32,9 @@ from .common import (
               help="graph: CUDA-graph replay (no host launch cost); eager: plain PyTorch; compiled: torch.compile "
                    "(inductor's fused kernels) replayed as a CUDA graph.")
 @engine_option
+@click.option("--opt-batch", "opt_batch", type=click.IntRange(min=1), metavar="N",
+              help="--engine tensorrt: the engine was built for batch N (its profile's opt shape) and runs --batch "
+                   "with the kernels TensorRT chose there (default: built for --batch).")
 @click.option("--calibration", "calibration_path", type=click.Path(path_type=Path),
               help="Calibration file from `tops-advisor probe` (default: saved or shipped one for the device).")
 @click.option("--no-calibration", is_flag=True, help="Use datasheet defaults even if a calibration exists.")
@@ -51,7 +54,7 @@ from .common import (
 @cost_options
 @model_command_options
 @click.pass_context
-def analyze(ctx, model, hardware_name, batch, dtype, mode, engine, calibration_path, no_calibration, eager_host, power_mode, tf32,
+def analyze(ctx, model, hardware_name, batch, dtype, mode, engine, opt_batch, calibration_path, no_calibration, eager_host, power_mode, tf32,
             channels_last, plot_path, top, strict, prices_file, electricity_usd_per_kwh, pue, life_years, task, seq, input_shape,
             catalog_dirs, as_json):
     """Predict latency, attainable TOPS and the binding limit of MODEL on one device.
@@ -78,7 +81,8 @@ def analyze(ctx, model, hardware_name, batch, dtype, mode, engine, calibration_p
         check_model_for_mode(model, mode)
         result = analyze_model(load_model_arg(model, task, seq, input_shape), hw, batch=batch,
                                dtype=parse_precision(dtype, (*PRECISIONS, AMP)), mode=mode, calibration=cal, tf32_matmul=tf32,
-                               strict=strict, host=host, pricing=pricing, channels_last=channels_last)
+                               strict=strict, host=host, pricing=pricing, channels_last=channels_last,
+                               opt_batch=opt_batch)
     result.require_fit()   # a workload that does not fit is one line and exit 2, nothing predicted
     message = unsupported_warning(result.workload)
     if message:

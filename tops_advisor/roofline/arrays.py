@@ -14,6 +14,8 @@ GEMM kinds (matmul, conv, attention), ``batch`` (m x k) @ (k x n) products:
     m, n, k      matmuls: rows, columns and reduction depth of each product
                  convolutions: the implicit GEMM, m = N*H_out*W_out, n = C_out/groups, k = C_in/groups*kh*kw
                  fused attention: its larger product Q @ K^T, m = query length, n = key length, k = head dim
+    tile_m       GEMM kinds: the rows at which the kernel's tile was chosen: m, except in an engine built for
+                 another shape (``tuned_rows``: the engine's ``opt`` shape, whose tactics every shape runs)
     gemm_batch   matmuls: the independent products of one call (bmm's batch; a MoE grouped GEMM's experts
                  hit, ``round(experts_hit)`` from counting or the LLM builder)
     groups       convolutions: the convolution's groups
@@ -48,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from ..kinds import OpKind
 from ..workload import CONV_WGRAD_FAMILY, DEPTHWISE_WGRAD_FAMILY, OpRecord, Workload
 
@@ -68,6 +71,7 @@ class OpArrays:
     m: np.ndarray              # GEMM kinds: rows of the product (attention: query length; 0 for other kinds)
     n: np.ndarray              # GEMM kinds: columns (attention: key length; 0 for other kinds)
     k: np.ndarray              # GEMM kinds: reduction depth (attention: head dim; 0 for other kinds)
+    tile_m: np.ndarray         # GEMM kinds: rows the kernel's tile was chosen at (m unless ``tuned_rows``)
     gemm_batch: np.ndarray     # matmuls: independent products per call (0 for other kinds)
     groups: np.ndarray         # convolutions: groups (0 for other kinds)
     batch_heads: np.ndarray    # attention: batch x heads (0 for other kinds)
@@ -95,6 +99,7 @@ class OpArrays:
         def shape(name: str, missing: float) -> np.ndarray:
             return np.array([getattr(o.gemm, name) if o.gemm else missing for o in ops], dtype=np.float64)
 
+        shapes = _split_shapes(ops, kind)
         return cls(
             flops=np.array([o.flops for o in ops], dtype=np.float64),
             bytes=np.array([o.bytes_read + o.bytes_written for o in ops], dtype=np.float64),
@@ -105,7 +110,7 @@ class OpArrays:
             kind=np.array([k.position for k in kind], dtype=np.int64),
             dtype=np.array([o.dtype for o in ops]),
             family=np.array([o.family for o in ops]),
-            **_split_shapes(ops, kind),
+            **shapes, tile_m=shapes["m"],
             window=shape("window", 1), spatial=shape("spatial_dims", 0), stride=shape("stride", 1),
             dilation=shape("dilation", 1), plane=shape("plane", 0), **_reuse_columns(ops))
 
@@ -125,6 +130,8 @@ class OpArrays:
                 values[f.name] = np.asarray(given[f.name], dtype=_DTYPES.get(f.name, np.float64))
             else:
                 values[f.name] = np.full(length, neutral.get(f.name, 0.0), dtype=np.float64)
+        if "tile_m" not in given:
+            values["tile_m"] = values["m"]
         values.update(kind=np.full(length, kind.position, dtype=np.int64), dtype=np.array([dtype] * length))
         for name in ("strided", "internal"):
             values[name] = values[name].astype(bool)
@@ -209,6 +216,15 @@ def _split_shapes(ops: tuple[OpRecord, ...], kind: list[OpKind]) -> dict[str, np
             if name:
                 out[name][i] = value
     return out
+
+
+def tuned_rows(a: OpArrays, tuned: OpArrays) -> OpArrays:
+    """``a`` with each GEMM's tile chosen at ``tuned``'s rows: ``tuned`` is the same model counted at the shape
+    an engine's builder timed its tactics at (TensorRT's ``opt`` shape), operator for operator."""
+    if len(tuned) != len(a) or np.any(tuned.kind != a.kind):
+        raise InputError("the engine's opt shape does not give the same layers as the run's shape",
+                         hint="give an opt shape of the same model that differs only in batch or image size")
+    return dataclasses.replace(a, tile_m=np.where(a.m > 0, tuned.m, a.m))
 
 
 # --- computed once per workload ---------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from .defaults import DEFAULTS, GemmTile, RooflineDefaults
 def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, units: int,
                     max_split_k: np.ndarray | float = 4.0, element_bytes: np.ndarray | float = 2.0,
                     tiles: tuple[GemmTile, ...] | None = None,
-                    defaults: RooflineDefaults = DEFAULTS, deep_split: bool = False) -> np.ndarray:
+                    defaults: RooflineDefaults = DEFAULTS, deep_split: bool = False,
+                    tile_m: np.ndarray | None = None) -> np.ndarray:
     """Fraction (0..1] of the large-GEMM rate reached by ``batch`` x (m x k)(k x n) products.
 
     ``max_split_k``: how far the library splits K to fill the machine (cuBLAS does for matmuls; cuDNN's
@@ -22,6 +23,11 @@ def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarr
     ``split_k_deep_ratio`` times deeper than the larger output side is split past it. ``element_bytes`` sets the alignment penalty: rows whose
     length (n or k) is not a multiple of 16 bytes force slower kernels. Shapes with m == 0 (no GEMM known)
     get 1.0. ``tiles``: the tile set (default: ``defaults.gemm_tiles``).
+
+    ``tile_m``: the rows at which each product's kernel was chosen, where that is not ``m`` (a TensorRT engine
+    runs, at every shape of its profile, the tactics its builder timed at the ``opt`` shape): the tile best at
+    ``tile_m`` rows runs the ``m`` rows. The tile is the compiled kernel's (CUTLASS's ``ThreadblockShape`` is a
+    template parameter); the split of K is a launch argument (``split_k_slices``), so it is fitted to ``m``.
     """
     d = defaults
     tiles = d.gemm_tiles.value if tiles is None else tiles
@@ -31,10 +37,26 @@ def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarr
     b = np.maximum(np.asarray(batch, dtype=np.float64), 1.0)
     known = m > 0
     ms, ns, ks = np.where(known, m, 1.0), np.where(known, n, 1.0), np.where(known, k, 1.0)
-    best = np.zeros_like(ms)
     # cuBLAS splits a deep reduction (a weight gradient) past its usual cap, until the tiles fill the machine
     deep = deep_split & (ks >= d.split_k_deep_ratio.value * np.maximum(ms, ns))
     cap = np.where(deep, np.inf, max_split_k)
+    per_tile = _tile_shares(ms, ns, ks, b, units, cap, tiles, d)
+    best = per_tile.max(axis=0)
+    if tile_m is not None:
+        tuned = np.where(known, np.asarray(tile_m, dtype=np.float64), ms)
+        if np.any(tuned != ms):
+            chosen = _tile_shares(np.maximum(tuned, 1.0), ns, ks, b, units, cap, tiles, d).argmax(axis=0)
+            best = np.take_along_axis(per_tile, chosen[None, ...], axis=0)[0]
+    ramp = ks / (ks + d.gemm_k_half.value)
+    aligned = alignment_factor(ns, ks, element_bytes, d.gemm_alignment.value)
+    return np.where(known, np.clip(best * ramp * aligned, 1e-4, 1.0), 1.0)
+
+
+def _tile_shares(ms: np.ndarray, ns: np.ndarray, ks: np.ndarray, b: np.ndarray, units: int, cap: np.ndarray,
+                 tiles: tuple[GemmTile, ...], d: RooflineDefaults) -> np.ndarray:
+    """(tiles, operators): the share of the rate each tile reaches on each product, before the K ramp:
+    quality x padding x wave occupancy, K split when there are too few tiles to fill the machine."""
+    shares = []
     for tm, tn, quality in tiles:
         tiles_m, tiles_n = np.ceil(ms / tm), np.ceil(ns / tn)
         count = tiles_m * tiles_n * b
@@ -44,15 +66,12 @@ def gemm_efficiency(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarr
                         np.minimum(np.maximum(np.floor(ks / d.split_k_min_depth.value), 1.0), cap))
         work = count * split
         waves = np.ceil(work / units)
-        occupancy = work / (waves * units)
-        eff = quality * padding * occupancy
+        eff = quality * padding * work / (waves * units)
         if tm <= d.skinny_tile_rows.value:
             # GEMV-like kernels stream the weights for a handful of rows; with more rows a library tiles
             eff = np.where(ms <= d.skinny_max_rows.value, eff, 0.0)
-        best = np.maximum(best, eff)
-    ramp = ks / (ks + d.gemm_k_half.value)
-    aligned = alignment_factor(ns, ks, element_bytes, d.gemm_alignment.value)
-    return np.where(known, np.clip(best * ramp * aligned, 1e-4, 1.0), 1.0)
+        shares.append(eff)
+    return np.stack(shares)
 
 
 def alignment_factor(n: np.ndarray, k: np.ndarray, element_bytes: np.ndarray | float,

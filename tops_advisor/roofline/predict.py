@@ -21,7 +21,7 @@ from ..tensorrt import TENSORRT
 from ..units import BYTES_PER_ELEMENT
 from ..workload import Workload
 from . import power_limit, rates
-from .arrays import OpArrays, op_arrays
+from .arrays import OpArrays, op_arrays, tuned_rows
 from .device import DevicePerf, device_perf, fp16_accumulate, matmul_fraction, precision_fraction
 from .l2 import l2_read_bytes, l2_speed_ratio
 
@@ -344,8 +344,10 @@ def _check_lowering(mode: Mode, lowering: str) -> None:
 
 def predict(workload: Workload, hardware: Hardware, calibration: Calibration | None = None,
             mode: Mode = Mode.GRAPH, *, tf32_matmul: bool = False, perf: DevicePerf | None = None,
-            calibration_source: str = "") -> Prediction:
-    """Predict one workload on one device. Pass ``perf`` (from ``device_perf``) to reuse it across calls."""
+            calibration_source: str = "", opt_workload: Workload | None = None) -> Prediction:
+    """Predict one workload on one device. Pass ``perf`` (from ``device_perf``) to reuse it across calls.
+    ``opt_workload`` (mode tensorrt): the same model at the shape the engine was built for (its profile's
+    ``opt`` shape), whose tactics it runs at this one (``arrays.tuned_rows``)."""
     if mode not in MODES:
         raise InputError(f"unknown mode {mode!r}; expected graph, eager, compiled or tensorrt")
     mode = Mode(mode)
@@ -360,6 +362,8 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     if mode == Mode.TENSORRT:   # the builder keeps FP16-accumulating tactics where they are faster
         perf = fp16_accumulate(perf)
     a = op_arrays(workload)
+    if opt_workload is not None:
+        a = tuned_rows(a, op_arrays(_opt_engine(opt_workload, mode, hardware)))
     t = device_times(a, perf, tf32_matmul)
     device = t.device
     device_total = float(device.sum())
@@ -379,11 +383,29 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
         time_by_bound_s=by_bound, bound=max(by_bound, key=by_bound.get),
         memory_required_bytes=required, memory_capacity_bytes=hardware.memory_bytes,
         fits_memory=required <= hardware.memory_bytes,
-        assumptions=_assumptions(mode, perf, workload.dtype, tf32_matmul, hardware),
+        assumptions=_assumptions(mode, perf, workload.dtype, tf32_matmul, hardware) + _opt_note(opt_workload),
         _arrays={"precision": t.precision, "compute": t.compute, "memory": t.memory,
                  "overhead": t.gap + np.maximum(t.floor - t.work, 0.0), "device": device, "bound": t.bound},
         _workload_ref=workload,
     )
+
+
+def _opt_engine(opt_workload: Workload, mode: Mode, hardware: Hardware) -> Workload:
+    """The engine's layers at its opt shape; an error outside mode tensorrt (only an engine fixes its kernels
+    at another shape)."""
+    if mode != Mode.TENSORRT:
+        raise InputError("an opt shape belongs to a TensorRT engine's optimisation profile",
+                         hint="add --engine tensorrt, or drop the opt shape")
+    _check_lowering(mode, opt_workload.lowering)
+    return _engine_workload(opt_workload, hardware)
+
+
+def _opt_note(opt_workload: Workload | None) -> tuple[str, ...]:
+    """The assumption line of an engine run away from its opt shape."""
+    if opt_workload is None:
+        return ()
+    return (f"the engine's kernels were chosen at its opt shape ({opt_workload.name}, batch {opt_workload.batch}): "
+            "each layer keeps that tile at this shape and splits K to fill the card (roofline/efficiency.py)",)
 
 
 def _main_precision(flops: np.ndarray, precision: np.ndarray, dtype: str, hw: Hardware) -> str:

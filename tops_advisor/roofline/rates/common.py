@@ -68,7 +68,7 @@ def tile_efficiency(a: OpArrays, perf: DevicePerf, split_kind: OpKind, precision
     return gemm_efficiency(a.m, a.n, a.k, products, perf.compute_units,
                            min(split, d.max_split_k_simt.value) if simt else split, elem,
                            tiles=(d.gemm_tiles_simt if simt else d.gemm_tiles).value, defaults=d,
-                           deep_split=split_kind == OpKind.MATMUL)
+                           deep_split=split_kind == OpKind.MATMUL, tile_m=a.tile_m)
 
 
 def simt_conv_k_half(perf: DevicePerf, precision: str) -> float:
