@@ -208,12 +208,13 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
     from .accuracy import expected_error, model_family
     from .advice import advise
     from .counting import UnsupportedOpWarning
-    from .errors import UnsupportedPrecisionError
+    from .errors import InputError, UnsupportedPrecisionError
 
     check_batch(batch)
+    if opt_batch is not None and mode != Mode.TENSORRT:
+        raise InputError(f"--opt-batch is a TensorRT engine's build batch; mode {mode} has none",
+                         hint="add --engine tensorrt, or drop --opt-batch")
     if mode == Mode.TENSORRT and dtype == "amp":
-        from .errors import InputError
-
         raise InputError("--dtype amp is torch.autocast; a TensorRT engine is built in one precision",
                          hint="--engine tensorrt --dtype fp16 (or int8, fp32)")
     if (peak := "fp16" if dtype == "amp" else dtype) not in hw.dense_tops:   # amp: autocast to fp16
@@ -224,11 +225,6 @@ def analyze_model(model, hw: Hardware, *, batch: int = 1, dtype: str = "fp16", m
         costs = ModelCosts(model, base_dtype=base, strict=strict, batches=(batch, batch), mode=mode,
                            channels_last=channels_last)
     workload = costs.at(batch, dtype)
-    if opt_batch is not None and mode != Mode.TENSORRT:
-        from .errors import InputError
-
-        raise InputError(f"--opt-batch is a TensorRT engine's build batch; mode {mode} has none",
-                         hint="add --engine tensorrt, or drop --opt-batch")
     opt = costs.at(opt_batch, dtype) if opt_batch not in (None, batch) else None
     perf = device_perf(hw, *calibration)
     if host is not None:
