@@ -7,15 +7,15 @@ Who reads what:
   :class:`TrtRule` names one rewrite of the counted operators) with the pointwise operators a convolution's or
   a GEMM's epilogue takes (``conv_epilogue``, ``gemm_epilogue``);
 - the roofline (``roofline/predict.py``, mode ``tensorrt``) prices the engine's enqueue (``enqueue``: like a
-  CUDA graph, no launch cost per operator), runs fp32 layers in TF32 where the card has it (``tf32``) and fp16
-  layers at the FP16-accumulate rate where the card has a faster one (``fp16_accumulate``);
+  CUDA graph, no launch cost per operator), runs fp32 layers in TF32 where the card has it (``tf32``), fp16
+  layers at the FP16-accumulate rate where the card has a faster one (``fp16_accumulate``) and each GEMM and
+  convolution at the better orientation of each tile (``tactics``);
 - the recommender lets ``--dtype auto`` try ``auto_dtypes`` (int8 included, where the card has an int8 peak),
   and every int8 prediction carries ``int8.does`` as its caveat.
 
-Not modelled (``not_modelled``, said in docs/tensorrt.md): the builder's tactic selection (TensorRT times
-several kernels per layer and keeps the fastest: the roofline prices one), int8 calibration and the accuracy it
-keeps, dynamic shapes (an optimisation profile's kernels are chosen for its ``opt`` shape), plugins a user
-adds, DLA cores.
+Not modelled (``not_modelled``, said in docs/tensorrt.md): the builder's tactic selection beyond the tile's
+orientation (TensorRT times several kernels per layer and keeps the fastest), int8 calibration and the accuracy it
+keeps, dynamic shapes beyond the tile chosen at the ``opt`` shape, plugins a user adds, DLA cores.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ class TensorRTProfile:
     enqueue: EngineRule
     tf32: EngineRule
     fp16_accumulate: EngineRule
+    tactics: EngineRule
     int8: EngineRule
     auto_dtypes: tuple[str, ...]              # what --dtype auto tries (each where the card has its peak)
     not_modelled: tuple[str, ...]
@@ -140,6 +141,15 @@ TENSORRT = TensorRTProfile(
         "fp16 where PyTorch's cuDNN kernels accumulate in fp32; triton-lang/triton#319 (2021): TensorRT reached "
         "110 TFLOPS on an fp16 convolution on an RTX 3090, above the 71 its FP32-accumulate peak allows "
         "(GA102 whitepaper: 142 with FP16 accumulation)"),
+    tactics=EngineRule(
+        "tactics",
+        "the builder keeps each layer's fastest tile, tall (256 x 64) or wide (64 x 256): a convolution with few "
+        "output channels runs a tile as many channels wide and long in output pixels",
+        "TensorRT documentation, 'Precision Control' and 'Builder' (the builder times each layer's candidate "
+        "kernels, its tactics, and keeps the fastest); NVIDIA/cutlass python/cutlass_library/generator.py, "
+        "GenerateSM80_TensorOp_16816 and GenerateSM80_TensorOp_16832_TN: one tile list for the GEMMs and the "
+        "NHWC Conv2d fprop kernels, both orientations of each shape (256x128 and 128x256, 256x64 and 64x256, "
+        "128x64 and 64x128)"),
     int8=EngineRule("int8",
                     "int8 engine: its accuracy depends on calibration (a calibrator over representative data) or "
                     "quantization-aware training (Q/DQ nodes); not predicted here",
@@ -147,7 +157,8 @@ TENSORRT = TensorRTProfile(
                     "calibrator, explicit quantization Q/DQ nodes; MLPerf's int8 ResNet-50 and BERT-99 meet 99% "
                     "of fp32 accuracy only with NVIDIA's calibration caches"),
     auto_dtypes=("fp32", "fp16", "int8"),
-    not_modelled=("the builder's tactic selection (it times several kernels per layer and keeps the fastest)",
+    not_modelled=("the builder's tactic selection beyond the tile (it times several kernels per layer, "
+                  "algorithms and layouts too, and keeps the fastest)",
                   "int8 calibration and the accuracy it keeps",
                   "dynamic shapes (kernels chosen for an optimisation profile's opt shape)",
                   "an explicit matmul-softmax-matmul attention is counted as written, not re-fused",

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..calibration import Calibration
 from ..catalog import Hardware
-from .defaults import DEFAULTS, RooflineDefaults
+from .defaults import DEFAULTS, GemmTile, RooflineDefaults
 from .inflight import defaults_for as inflight_defaults
 from .inflight import inflight_scale
 from .l2 import l2_capacity_bytes
@@ -82,6 +82,22 @@ def fp16_accumulate(perf: DevicePerf) -> DevicePerf:
               f"({precision_fraction(hw, fast, perf.defaults).source})",)
     return replace(perf, hardware=fast_hw, assumptions=notes,
                    matrix_ops_per_s={**perf.matrix_ops_per_s, "fp16": perf.matrix_ops_per_s[fast]})
+
+
+def both_orientations(perf: DevicePerf) -> DevicePerf:
+    """``perf`` with each tensor-core tile also run transposed (rows and columns swapped, same quality): a
+    builder that times every tactic (TensorRT: ``TENSORRT.tactics``) has both, so a product with few columns
+    (a convolution with 64 output channels) runs a tall tile instead of padding a wide one. GEMV-like tiles
+    (``skinny_tile_rows``) and square ones are kept as they are."""
+    d = perf.defaults
+    tiles = d.gemm_tiles.value
+    have = {(t.rows, t.cols) for t in tiles}
+    extra = tuple(GemmTile(t.cols, t.rows, t.quality) for t in tiles
+                  if t.rows > d.skinny_tile_rows.value and (t.cols, t.rows) not in have)
+    if not extra:
+        return perf
+    both = replace(d.gemm_tiles, value=tiles + extra, source=d.gemm_tiles.source + ", each also transposed")
+    return replace(perf, defaults=replace(d, gemm_tiles=both))
 
 
 def shared_int32_fp32(hw: Hardware, d: RooflineDefaults) -> bool:

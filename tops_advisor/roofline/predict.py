@@ -22,7 +22,14 @@ from ..units import BYTES_PER_ELEMENT
 from ..workload import Workload
 from . import power_limit, rates
 from .arrays import OpArrays, op_arrays, tuned_rows
-from .device import DevicePerf, device_perf, fp16_accumulate, matmul_fraction, precision_fraction
+from .device import (
+    DevicePerf,
+    both_orientations,
+    device_perf,
+    fp16_accumulate,
+    matmul_fraction,
+    precision_fraction,
+)
 from .l2 import l2_read_bytes, l2_speed_ratio
 
 MODES: tuple[Mode, ...] = tuple(Mode)   # ``Mode`` and ``MODES`` stay importable from here
@@ -284,7 +291,7 @@ _MODE_ASSUMPTION = {
                 "(docs/compiled.md)",
     Mode.TENSORRT: "TensorRT engine: batch norm folded, bias/activation/residual in the convolution and GEMM "
                    "epilogues, NHWC, fused attention and pointwise kernels; " + TENSORRT.enqueue.does
-                   + " (docs/tensorrt.md)",
+                   + "; " + TENSORRT.tactics.does + " (docs/tensorrt.md)",
 }
 
 
@@ -359,8 +366,8 @@ def predict(workload: Workload, hardware: Hardware, calibration: Calibration | N
     # a TensorRT engine builds fp32 layers in TF32 (BuilderFlag::kTF32, on by default: tops_advisor/tensorrt.py)
     tf32_matmul = tf32_matmul or (mode == Mode.TENSORRT and "tf32" in hardware.dense_tops)
     perf = perf or device_perf(hardware, calibration, calibration_source)
-    if mode == Mode.TENSORRT:   # the builder keeps FP16-accumulating tactics where they are faster
-        perf = fp16_accumulate(perf)
+    if mode == Mode.TENSORRT:   # the builder keeps the fastest tactic: FP16-accumulating, either tile orientation
+        perf = both_orientations(fp16_accumulate(perf))
     a = op_arrays(workload)
     if opt_workload is not None:
         a = tuned_rows(a, op_arrays(_opt_engine(opt_workload, mode, hardware)))
