@@ -143,8 +143,8 @@ TENSORRT = TensorRTProfile(
         "(GA102 whitepaper: 142 with FP16 accumulation)"),
     tactics=EngineRule(
         "tactics",
-        "the builder keeps each layer's fastest tile, tall (256 x 64) or wide (64 x 256): a convolution with few "
-        "output channels runs a tile as many channels wide and long in output pixels",
+        "the builder keeps each layer's fastest tile in either orientation (128 x 64 or 64 x 128 output rows x "
+        "columns): a convolution with few output channels runs a tile long in pixels and narrow in channels",
         "TensorRT documentation, 'Precision Control' and 'Builder' (the builder times each layer's candidate "
         "kernels, its tactics, and keeps the fastest); NVIDIA/cutlass python/cutlass_library/generator.py, "
         "GenerateSM80_TensorOp_16816 and GenerateSM80_TensorOp_16832_TN: one tile list for the GEMMs and the "
@@ -160,7 +160,7 @@ TENSORRT = TensorRTProfile(
     not_modelled=("the builder's tactic selection beyond the tile (it times several kernels per layer, "
                   "algorithms and layouts too, and keeps the fastest)",
                   "int8 calibration and the accuracy it keeps",
-                  "dynamic shapes (kernels chosen for an optimisation profile's opt shape)",
+                  "dynamic shapes beyond the tile chosen at an optimisation profile's opt shape",
                   "an explicit matmul-softmax-matmul attention is counted as written, not re-fused",
                   "plugins a user adds, DLA cores, fp8 and int4 engines"),
 )
