@@ -38,8 +38,9 @@ def test_the_clock_is_the_one_compute_runs_at():
     device = hw("rtx-4090")                   # sustained 2730 MHz over its rated 2520
     assert floor_clock_scale(device, DEFAULTS) == pytest.approx(REFERENCE / device.sustained_clock_mhz)
     assert floor_clock_scale(hw("h200-sxm"), DEFAULTS) == 1.0
-    no_clock = hw("a10")                      # the catalog gives no boost clock: the measured floors
-    assert no_clock.boost_clock_mhz is None and floor_clock_scale(no_clock, DEFAULTS) == 1.0
+    no_clock = hw("a10").model_copy(update={"boost_clock_mhz": None})   # a card without a clock: the measured floors
+    assert floor_clock_scale(no_clock, DEFAULTS) == 1.0
+    assert floor_clock_scale(hw("a10"), DEFAULTS) == pytest.approx(REFERENCE / 1695.0)
 
 
 def test_a_probe_of_the_card_replaces_the_clock_scaling():
