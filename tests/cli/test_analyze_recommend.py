@@ -67,6 +67,20 @@ def test_analyze_bad_input(args, message):
     assert "Traceback" not in r.output
 
 
+@pytest.mark.parametrize("command, ranking", [
+    (("analyze", MODEL), "'tops-advisor recommend MODEL -H h200-sxm -H l4'"),
+    (("train", MODEL), "'tops-advisor recommend MODEL --train -H h200-sxm -H l4'"),
+    (("llm", "llama3-8b"), "'tops-advisor recommend --llm CONFIG -H h200-sxm -H l4'"),
+    (("validate", MODEL, "--device", "cpu"), None),
+])
+def test_a_one_device_command_refuses_a_repeated_device(command, ranking):
+    # click alone would keep the last -H and predict it silently
+    r = run(*command, "-H", "h200-sxm", "-H", "l4")
+    assert r.exit_code == 2 and "Traceback" not in r.output and r.stdout == ""
+    assert f"error: tops-advisor {command[0]} predicts one device; got -H h200-sxm -H l4" in r.output
+    assert ("rank them with " + ranking if ranking else "hint: keep one -H\n") in r.output
+
+
 def test_analyze_at_a_power_mode():
     maxn = json.loads(run("analyze", MODEL, "-H", "jetson-orin-nx-16gb", "--batch", "8", "--json").stdout)
     r = run("analyze", MODEL, "-H", "jetson-orin-nx-16gb", "--power-mode", "15W", "--batch", "8", "--json")

@@ -18,13 +18,14 @@ from .common import (
     load_model_arg,
     mode_given,
     model_command_options,
+    one_device_option,
     run_mode,
 )
 
 
 @click.command()
 @click.argument("model")
-@click.option("--hardware", "-H", "hardware_name", required=True, help="Catalog id or alias (e.g. h200-sxm, 4090).")
+@one_device_option()
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Batch size.")
 @click.option("--dtype", default="fp16", show_default=True,
               help=f"One of {', '.join(PRECISIONS)}, or amp (an fp32 model under torch.autocast fp16).")

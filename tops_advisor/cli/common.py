@@ -19,6 +19,30 @@ prices_option = click.option(
     help="Your own prices: a TOML file of [device-id] tables with usd_per_hour and/or purchase_usd; they replace "
          "the shipped prices of that kind. Also $TOPS_ADVISOR_PRICES.")
 
+# where each one-device command's devices are ranked side by side
+_RANKING = {"analyze": "recommend MODEL", "train": "recommend MODEL --train", "llm": "recommend --llm CONFIG"}
+
+
+def _one_device(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> str | None:
+    """The one device of a command that predicts one; an error naming them all when -H is repeated (click
+    would otherwise keep the last one silently)."""
+    if len(value) > 1:
+        from ..errors import InputError
+
+        names = " ".join(f"-H {v}" for v in value)
+        ranking = _RANKING.get(ctx.info_name)
+        raise InputError(f"tops-advisor {ctx.info_name} predicts one device; got {names}",
+                         hint="keep one -H" + (f", or rank them with 'tops-advisor {ranking} {names}'"
+                                               if ranking else ""))
+    return value[0] if value else None
+
+
+def one_device_option(required: bool = True, help: str = "Catalog id or alias (e.g. h200-sxm, 4090)."):
+    """--hardware / -H for a command that predicts one device (``_one_device``)."""
+    return click.option("--hardware", "-H", "hardware_name", multiple=True, required=required,
+                        callback=_one_device, help=help)
+
+
 MODEL_HELP = ("MODEL is a .py file (build_model/example_inputs) or a library model by name: timm:NAME, "
               "torchvision:NAME, hf:PATH_OR_ID (a config.json or directory offline, a hub id online; the "
               "[models] extra).")

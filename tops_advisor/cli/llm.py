@@ -7,13 +7,13 @@ from pathlib import Path
 import click
 
 from ..render.console import console
-from .common import catalog_option, echo_json, get_catalog, json_option
+from .common import catalog_option, echo_json, get_catalog, json_option, one_device_option
 from .llm_options import llm_precision_options
 
 
 @click.command()
 @click.argument("config")
-@click.option("--hardware", "-H", "hardware_name", required=True, help="Catalog id or alias (e.g. h200-sxm, 4090).")
+@one_device_option()
 @click.option("--phase", type=click.Choice(["prefill", "decode"]), default="decode", show_default=True,
               help="The pass whose latency is reported: a prefill of --context tokens, or one decode step.")
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences processed together.")

@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 
 from ..train import OPTIMIZERS, TRAIN_PRECISIONS
-from .common import console, echo_json, get_catalog, load_model_arg, model_command_options
+from .common import console, echo_json, get_catalog, load_model_arg, model_command_options, one_device_option
 
 
 @click.command()
 @click.argument("model")
-@click.option("--hardware", "-H", "hardware_name", required=True, help="Catalog id or alias (e.g. h200-sxm, 4090).")
+@one_device_option()
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Samples per optimizer step.")
 @click.option("--dtype", default="amp", show_default=True,
               help=f"One of {', '.join(TRAIN_PRECISIONS)} (amp: fp32 weights, autocast fp16, GradScaler).")

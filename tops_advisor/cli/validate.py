@@ -11,7 +11,15 @@ import click
 from ..errors import InputError
 from ..kinds import Mode
 from ..units import parse_batches, parse_precision
-from .common import console, echo_json, err_console, get_catalog, load_model_arg, model_command_options
+from .common import (
+    console,
+    echo_json,
+    err_console,
+    get_catalog,
+    load_model_arg,
+    model_command_options,
+    one_device_option,
+)
 
 DEFAULT_BATCHES = "1,8,32"
 DEFAULT_MODE = "both"
@@ -45,8 +53,7 @@ DEFAULT_MODE = "both"
               help="Write a parity plot, predicted vs measured (.png/.svg/.pdf).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
               help="cpu: the same pipeline on the CPU, to test the plumbing (needs --hardware).")
-@click.option("--hardware", "-H", "hardware_name",
-              help="Catalog device to predict for (default: the local GPU, matched by name).")
+@one_device_option(required=False, help="Catalog device to predict for (default: the local GPU, matched by name).")
 @click.option("--repeats", type=click.IntRange(1), default=30, show_default=True, help="Timed iterations.")
 @click.option("--warmup", type=click.IntRange(0), default=10, show_default=True, help="Untimed iterations first.")
 @model_command_options
