@@ -32,12 +32,23 @@ class DeviceDefaults:
     # V100-SXM2-16GB, PyTorch 2.7.0+cu128, best of square matmuls 1024-10240) gives FP32 14.51 of 15.7 TFLOPS
     # (92%; SIMT SGEMM) and FP16 97.36 of 125 (78%). A V100 PCIe reaches ~101 TFLOPS FP16 in cuBLAS
     # (forums.developer.nvidia.com/t/79781): the same ~100 TFLOPS, so the SXM2's 125 is not reached.
+    # Turing INT8 is a ratio to the same card's FP16 under the same conditions, so it holds whatever clock the
+    # card held: Jia et al. 2019 ("Dissecting the NVidia Turing T4 GPU via Microbenchmarking", arXiv 1903.07486,
+    # section 4.4, Table 4.3; cuBLAS 10.1, the T4's application clock at 1,590 MHz, its 70 W limit throttling the
+    # largest sizes) measured INT8 (cublasLtMatmul, IMMA) 74,934 GOPS against FP16 41,616 GFLOPS: 1.80x where
+    # the datasheet says 2x (130 / 65). apache/tvm PR 4550 (a T4 at default clocks, cuBLASLt INT8, m = n = k =
+    # 8192: 42.19 TOPS) and NVIDIA's forum (a T4, cuBLAS FP16 4096^3: ~24 TFLOPS) give 1.75x across two hosts.
+    # So INT8 keeps 0.90 of FP16's share: 0.80 (the NVIDIA fraction Turing FP16 takes) x 0.90 = 0.72. Turing
+    # has no other INT8 measurement here; the TITAN RTX (same TU10x tensor cores) takes it too.
     matmul_fraction_by_architecture_precision: Default[dict[tuple[str, str], Default[float]]] = table(
         "best torch.matmul measured per (architecture, precision) (each entry's source)", {
             ("Volta", "fp32"): Default(0.92, "torch-performance-test-data #140: V100-SXM2 FP32 matmul 14.51 of "
                                              "15.7 TFLOPS"),
             ("Volta", "fp16"): Default(0.78, "torch-performance-test-data #140: V100-SXM2 FP16 matmul 97.36 of "
-                                             "125 TFLOPS")})
+                                             "125 TFLOPS"),
+            ("Turing", "int8"): Default(0.72, "Jia et al. 2019, arXiv 1903.07486, Table 4.3 (T4, one run's "
+                                              "conditions): cuBLASLt INT8 74,934 GOPS = 1.80x cuBLAS FP16 41,616 "
+                                              "GFLOPS where the peaks are 2x; 0.80 x 1.80 / 2 = 0.72")})
     # GeForce tensor paths at half rate. GeForce cards run FP32-accumulate tensor products (fp16/bf16/fp8) at
     # half their FP16-accumulate rate (whitepapers: RTX 4090 'FP16 Tensor with FP32 Accumulate 165.2' vs 'with
     # FP16 Accumulate 330.3'); a precision counts as half rate when the catalog's *_fp16acc peak is twice its
