@@ -99,8 +99,8 @@ def expected_error(family: str, mode: str, calibrated: bool, summary: dict | Non
     ``hardware`` (a catalog Hardware): for a datasheet-only prediction on a card other than the one the H200
     summary was measured on, the band from published measurements of that card (``card_band``) instead.
     Compiled mode and ``dtype`` "amp" take the band of the blind round that measured them (``blind_band``)."""
-    if mode == Mode.TENSORRT:   # no measured band yet: docs/tensorrt.md scores the profile on MLPerf results
-        return None
+    if mode == Mode.TENSORRT:   # published engines (MLPerf, TensorRT's demos): their own bands
+        return tensorrt_expected_error(hardware, calibrated, cards, family)
     summary = summary if summary is not None else load_summary()
     other_card = hardware is not None and hardware.id != (summary or {}).get("hardware")
     if other_card and not calibrated:
@@ -198,7 +198,8 @@ def card_class(hardware) -> str:
     return f"{hardware.architecture} {hardware.segment}"
 
 
-KIND_WORDS = {"model": "model files", "llm": "LLM runs", "gemm": "single GEMMs", "all": "all workloads"}
+KIND_WORDS = {"model": "model files", "llm": "LLM runs", "gemm": "single GEMMs", "tensorrt": "TensorRT engines",
+              "all": "all workloads"}
 MIN_CARD_POINTS = 4  # fewer points than this say little about a card: its class's band is used instead
 
 
@@ -206,8 +207,9 @@ def card_band(hardware, kind: str = "model", cards: dict | None = None) -> Error
     """The |error| band of datasheet predictions against published measurements (data/accuracy_cards.json)
     for this card and kind of workload ('model' files, 'llm' runs): the card's own points when it has at
     least ``MIN_CARD_POINTS`` of that kind, else its class's (architecture and segment), else every card's;
-    only when no level has that kind, the same levels over all kinds. None when the file is missing. The band's
-    ``card`` is this card; ``basis`` whose measurements it holds."""
+    only when no level has that kind, the same levels over all kinds (never for 'tensorrt': an engine is not
+    priced like PyTorch). None when the file is missing. The band's ``card`` is this card; ``basis`` whose
+    measurements it holds."""
     doc = cards if cards is not None else load_summary(str(CARDS_PATH))
     if not doc:
         return None
@@ -215,7 +217,7 @@ def card_band(hardware, kind: str = "model", cards: dict | None = None) -> Error
     own = doc.get("cards", {}).get(hardware.id) or {}
     levels = ((own, hardware.id), (doc.get("classes", {}).get(cls), f"{cls} cards"),
               (doc.get("all_cards"), "all published cards"))
-    for key in (kind, "all"):
+    for key in (kind,) if kind == "tensorrt" else (kind, "all"):
         for bands, basis in levels:
             band = (bands or {}).get(key)
             if band and band["n"] >= MIN_CARD_POINTS:
@@ -239,6 +241,20 @@ def _borrowed_clause(card: str, own_points: int, key: str, unmeasured: bool) -> 
         return f"borrowed: {card} is an unmeasured card (no published point of its own)"
     return (f"borrowed: {card} has {own_points} published point{'s' if own_points != 1 else ''} of "
             f"{KIND_WORDS.get(key, key)}, fewer than {MIN_CARD_POINTS}")
+
+
+def tensorrt_expected_error(hardware, calibrated: bool, cards: dict | None = None,
+                            family: str | None = None) -> ErrorBand | None:
+    """The band a TensorRT engine prediction quotes: published engines on this card (else its class, else every
+    card; ``card_band`` with kind 'tensorrt'), all of them predicted from the datasheet; None without a card."""
+    band = card_band(hardware, "tensorrt", cards) if hardware is not None else None
+    if band is None:
+        return None
+    band = band.model_copy(update={"family": family, "mode": Mode.TENSORRT, "calibrated": False})
+    if calibrated:
+        band = band.model_copy(update={
+            "text": band.text + " (a calibration replaces the device rates; this band is of datasheet predictions)"})
+    return band
 
 
 def llm_expected_error(hardware, calibrated: bool, cards: dict | None = None) -> ErrorBand | None:

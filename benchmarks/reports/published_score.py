@@ -491,26 +491,31 @@ def _band(rows: list[Scored]) -> dict | None:
             "median_error": round(statistics.median(r.error for r in rows), 4)}
 
 
+def band_kind(row: Scored) -> str:
+    """The band a scored row counts in: 'tensorrt' for an engine run (mode tensorrt), else its workload's kind."""
+    return "tensorrt" if row.run in ENGINE_RUNS else record_kind(row.workload)
+
+
 def _bands_by_kind(rows: list[Scored]) -> dict:
-    out = {"all": _band(rows)}
-    for kind in ("model", "llm", "gemm"):
-        band = _band([r for r in rows if record_kind(r.workload) == kind])
-        if band:
-            out[kind] = band
-    return out
+    """A level's bands: one per kind (model, llm, gemm, tensorrt) that has rows, and 'all' over the PyTorch
+    kinds (an engine's rows never stand in for a PyTorch prediction)."""
+    out = {"all": _band([r for r in rows if r.run not in ENGINE_RUNS])}
+    for kind in ("model", "llm", "gemm", "tensorrt"):
+        out[kind] = _band([r for r in rows if band_kind(r) == kind])
+    return {kind: band for kind, band in out.items() if band}
 
 
 def bands_document(rows: list[Scored], catalog) -> dict:
     """tops_advisor/data/accuracy_cards.json: |error| bands of datasheet predictions against the published
     measurements, per card, per card class (architecture and segment) and over every card, each split by kind
-    of workload (model file, LLM, single GEMM). Read by tops_advisor/accuracy.py."""
+    of workload (model file, LLM, single GEMM, TensorRT engine). Read by tops_advisor/accuracy.py."""
     cls = {hw.id: f"{hw.architecture} {hw.segment}" for hw in catalog}
     cards = {c: _bands_by_kind([r for r in rows if r.card == c]) for c in sorted({r.card for r in rows})}
     classes = {k: _bands_by_kind([r for r in rows if cls.get(r.card) == k])
                for k in sorted({cls[r.card] for r in rows if r.card in cls})}
     return {"source": "docs/published.md (benchmarks/reports/published_score.py)", "command": BANDS_COMMAND,
             "what": "datasheet predictions (no calibration) against published measurements; every run kind, "
-                    "modelled or not",
+                    "modelled or not; TensorRT engines (mode tensorrt) in their own 'tensorrt' bands only",
             "cards": cards, "classes": classes, "all_cards": _bands_by_kind(rows)}
 
 
@@ -665,7 +670,8 @@ def main(argv: list[str] | None = None) -> int:
     summ = summary(rows)
     if args.write_bands:
         from tops_advisor.api import load_catalog
-        args.write_bands.write_text(json.dumps(bands_document(rows, load_catalog()), indent=1) + "\n")
+        document = bands_document(rows + engine_rows, load_catalog())
+        args.write_bands.write_text(json.dumps(document, indent=1) + "\n")
         print(f"wrote {args.write_bands}", file=sys.stderr)
     if args.json:
         print(json.dumps({"records": [row_dump(r) for r in rows], "summary": summ}, indent=1))

@@ -130,3 +130,36 @@ def test_analyze_json_says_whose_band_it_is():
     assert r.exit_code == 0, r.output
     band = json.loads(r.stdout)["expected_error"]
     assert band["borrowed_from"] and band["unmeasured"] is True and "unmeasured card" in band["text"]
+
+
+def test_a_tensorrt_prediction_quotes_published_engines_never_a_pytorch_band():
+    from tops_advisor.catalog import load_catalog
+
+    cat = load_catalog()
+    engines = {"n": 7, "median_abs_error": 0.34, "worst_abs_error": 0.43, "median_error": -0.34}
+    cards = {"cards": {"t4": {"all": {"n": 70, "median_abs_error": 0.11, "worst_abs_error": 0.39},
+                              "model": {"n": 70, "median_abs_error": 0.11, "worst_abs_error": 0.39},
+                              "tensorrt": engines}},
+             "classes": {}, "all_cards": {"all": {"n": 300, "median_abs_error": 0.09, "worst_abs_error": 0.5},
+                                          "tensorrt": {**engines, "n": 216, "median_abs_error": 0.11}}}
+    t4 = expected_error("cnn", "tensorrt", False, hardware=cat.get("t4"), cards=cards)
+    assert t4.median_abs_error == 0.34 and t4.mode == "tensorrt" and t4.basis == "t4" and not t4.borrowed
+    assert "TensorRT engines; n=7" in t4.text
+    other = expected_error("cnn", "tensorrt", False, hardware=cat.get("a100-sxm4-80gb"), cards=cards)
+    assert other.median_abs_error == 0.11 and other.borrowed_from == "all published cards"
+    calibrated = expected_error("cnn", "tensorrt", True, hardware=cat.get("t4"), cards=cards)
+    assert calibrated.calibrated is False and "this band is of datasheet predictions" in calibrated.text
+    # no engine band at any level: no band, not the card's PyTorch one
+    pytorch_only = {**cards, "cards": {"t4": {k: v for k, v in cards["cards"]["t4"].items() if k != "tensorrt"}},
+                    "all_cards": {"all": cards["all_cards"]["all"]}}
+    assert expected_error("cnn", "tensorrt", False, hardware=cat.get("t4"), cards=pytorch_only) is None
+    assert expected_error("cnn", "tensorrt", False, cards=cards) is None
+
+
+def test_recommend_with_tensorrt_shows_each_cards_engine_band():
+    r = run(["recommend", "examples/small_cnn.py", "--engine", "tensorrt", "--dtype", "fp16", "--batch", "8"])
+    assert r.exit_code == 0, r.output
+    header = next(line for line in r.output.splitlines() if line.startswith("device"))
+    assert header.rstrip().endswith("error")
+    t4 = next(line for line in r.output.splitlines() if line.startswith("t4 "))
+    assert t4.rstrip().endswith("%")

@@ -211,6 +211,20 @@ def test_bands_document_groups_by_card_class_and_kind():
     assert doc["all_cards"]["all"]["n"] == 5
 
 
+def test_engine_rows_have_their_own_band_and_stay_out_of_the_pytorch_ones():
+    rows = [_row("t4", "examples/resnet50.py", e) for e in (0.1, -0.2, 0.3, 0.4)]
+    engine = [ps.Scored(source="m.json", card="t4", workload="examples/resnet50.py", batch=1, precision="int8",
+                        run="tensorrt", detail="", measured_s=1.0, predicted_s=1.0 + e, flag="")
+              for e in (-0.4, -0.3, 0.05)]
+    doc = ps.bands_document(rows + engine, load_catalog())
+    t4 = doc["cards"]["t4"]
+    assert t4["all"] == t4["model"] and t4["all"]["n"] == 4          # the PyTorch bands as without engines
+    assert t4["tensorrt"]["n"] == 3 and t4["tensorrt"]["median_abs_error"] == pytest.approx(0.3)
+    assert t4["tensorrt"]["worst_abs_error"] == pytest.approx(0.4)
+    only_engines = ps.bands_document(engine, load_catalog())["cards"]["t4"]
+    assert set(only_engines) == {"tensorrt"}                        # no empty PyTorch band
+
+
 def test_card_band_uses_the_card_then_its_class_then_every_card():
     from tops_advisor.accuracy import card_band, expected_error, llm_expected_error
 
