@@ -66,6 +66,7 @@ class ErrorBand(BaseModel):
     blind_rounds: tuple[RoundBand, ...] = ()  # report: each blind round's band, for the text's second part
     borrowed_from: str | None = None   # whose measurements, when not the card's own: its class, every card, the H200
     unmeasured: bool | None = None     # True: the card has no published point of its own (None otherwise)
+    median_error: float | None = None  # published: the median signed error (negative: predicted faster than measured)
 
     @property
     def borrowed(self) -> bool:
@@ -224,15 +225,29 @@ def card_band(hardware, kind: str = "model", cards: dict | None = None) -> Error
                 text = (f"expected error from published measurements on {basis} (datasheet defaults, "
                         f"{KIND_WORDS.get(key, key)}; n={band['n']}): median "
                         f"{band['median_abs_error']:.0%}, worst {band['worst_abs_error']:.0%}")
+                text += _bias_clause(band.get("median_error"), band["median_abs_error"])
                 borrowed = basis != hardware.id
                 unmeasured = borrowed and not any(b.get("n", 0) for b in own.values())
                 if borrowed:
                     text += "; " + _borrowed_clause(hardware.id, own.get(key, {}).get("n", 0), key, unmeasured)
                 return ErrorBand(source="published", median_abs_error=band["median_abs_error"],
                                  worst_abs_error=band["worst_abs_error"], n=band["n"], card=hardware.id,
+                                 median_error=band.get("median_error"),
                                  basis=basis, text=text, borrowed_from=basis if borrowed else None,
                                  unmeasured=True if unmeasured else None)
     return None
+
+
+BIAS_MIN = 0.10         # a median signed error this large ...
+BIAS_SHARE = 2 / 3      # ... and this share of the median |error| is a lean in one direction, said in the text
+
+
+def _bias_clause(median_error: float | None, median_abs_error: float) -> str:
+    """'; predictions lean fast: median -34%' where most of a band's error is in one direction, else ''."""
+    if median_error is None or abs(median_error) < max(BIAS_MIN, BIAS_SHARE * median_abs_error):
+        return ""
+    lean = "fast (shorter than measured)" if median_error < 0 else "slow (longer than measured)"
+    return f"; predictions lean {lean}: median {median_error:+.0%}"
 
 
 def _borrowed_clause(card: str, own_points: int, key: str, unmeasured: bool) -> str:

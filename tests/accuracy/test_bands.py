@@ -163,3 +163,20 @@ def test_recommend_with_tensorrt_shows_each_cards_engine_band():
     assert header.rstrip().endswith("error")
     t4 = next(line for line in r.output.splitlines() if line.startswith("t4 "))
     assert t4.rstrip().endswith("%")
+
+
+def test_a_band_that_leans_one_way_says_so():
+    from tops_advisor.accuracy import card_band
+    from tops_advisor.catalog import load_catalog
+
+    t4 = load_catalog().get("t4")
+    lean = {"n": 7, "median_abs_error": 0.34, "worst_abs_error": 0.43, "median_error": -0.34}
+    mixed = {**lean, "median_error": -0.05}
+    band = card_band(t4, "tensorrt", {"cards": {"t4": {"tensorrt": lean}}, "classes": {}, "all_cards": {}})
+    assert band.median_error == -0.34
+    assert band.text.endswith("; predictions lean fast (shorter than measured): median -34%")
+    band = card_band(t4, "tensorrt", {"cards": {"t4": {"tensorrt": mixed}}, "classes": {}, "all_cards": {}})
+    assert "lean" not in band.text
+    slow = {**lean, "median_error": 0.3}
+    band = card_band(t4, "tensorrt", {"cards": {"t4": {"tensorrt": slow}}, "classes": {}, "all_cards": {}})
+    assert "lean slow (longer than measured): median +30%" in band.text
