@@ -15,7 +15,9 @@ Who reads what:
 
 Not modelled (``not_modelled``, said in docs/tensorrt.md): the builder's tactic selection beyond the tile's
 orientation (TensorRT times several kernels per layer and keeps the fastest), int8 calibration and the accuracy it
-keeps, dynamic shapes beyond the tile chosen at the ``opt`` shape, plugins a user adds, DLA cores.
+keeps, dynamic shapes beyond the tile chosen at the ``opt`` shape, plugins a user adds, DLA cores. Precisions:
+``no_engine_dtypes`` are refused (no engine runs a whole model in them), ``unscored_dtypes`` are priced by the
+same rules with an assumption line saying no such engine was scored.
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ class TensorRTProfile:
     int8: EngineRule
     auto_dtypes: tuple[str, ...]              # what --dtype auto tries (each where the card has its peak)
     not_modelled: tuple[str, ...]
+    no_engine_dtypes: tuple[str, ...]         # precisions an engine cannot run a whole model in (refused) ...
+    no_engine: EngineRule                     # ... and why
+    unscored_dtypes: tuple[str, ...]          # precisions priced by the same rules but never scored ...
+    unscored: EngineRule                      # ... and what that means
 
     def applies(self, rule: TrtRule) -> bool:
         return any(r.rule == rule for r in self.rules)
@@ -157,10 +163,27 @@ TENSORRT = TensorRTProfile(
                     "calibrator, explicit quantization Q/DQ nodes; MLPerf's int8 ResNet-50 and BERT-99 meet 99% "
                     "of fp32 accuracy only with NVIDIA's calibration caches"),
     auto_dtypes=("fp32", "fp16", "int8"),
+    no_engine_dtypes=("fp64", "int4", "fp4"),
+    no_engine=EngineRule(
+        "no-engine",
+        "no TensorRT engine runs a model's convolutions and GEMMs in fp64, int4 or fp4: TensorRT has no 64-bit "
+        "float type, its INT4 is weight-only quantization (activations and the arithmetic stay 16-bit) and its "
+        "FP4 quantizes GEMMs only, on Blackwell",
+        "TensorRT documentation, 'Working with Quantized Types' (read 2026-12-02): 'INT4 (signed 4-bit integer, "
+        "weight-only quantization)'; TensorRT-RTX documentation, same page: 'FP4 is only supported for matrix "
+        "multiplications on Blackwell or later'; TensorRT API, nvinfer1::DataType (kFLOAT, kHALF, kBF16, kINT8, "
+        "kINT32, kINT64, kBOOL, kUINT8, kFP8, kINT4, kFP4: no double)"),
+    unscored_dtypes=("bf16", "fp8"),
+    unscored=EngineRule(
+        "unscored",
+        "engine priced at the card's peak of its precision with the fp16 engine's rules; no published engine of "
+        "this precision is scored here (docs/tensorrt.md)",
+        "TensorRT documentation, 'Working with Quantized Types' and 'Precision Control': BF16 and FP8 (E4M3, "
+        "compute capability 8.9 and later) engines exist; the scored engines are fp32, fp16 and int8"),
     not_modelled=("the builder's tactic selection beyond the tile (it times several kernels per layer, "
                   "algorithms and layouts too, and keeps the fastest)",
                   "int8 calibration and the accuracy it keeps",
                   "dynamic shapes beyond the tile chosen at an optimisation profile's opt shape",
                   "an explicit matmul-softmax-matmul attention is counted as written, not re-fused",
-                  "plugins a user adds, DLA cores, fp8 and int4 engines"),
+                  "plugins a user adds, DLA cores, INT4 weight-only and FP4 GEMMs"),
 )

@@ -50,6 +50,9 @@ def _no_int8_card() -> str:
     (("recommend", "--llm", "llama3-8b", "--engine", "tensorrt", "--tokens-per-s", "20"), "--engine"),
     (("recommend", MODEL, "--engine", "tensorrt", "--train"), "--engine tensorrt predicts inference"),
     (("analyze", MODEL, "-H", "h100-sxm", "--opt-batch", "32"), "--opt-batch is a TensorRT engine's build batch"),
+    (("analyze", MODEL, "-H", "l40s", "--engine", "tensorrt", "--dtype", "int4"), "INT4 is weight-only"),
+    (("analyze", MODEL, "-H", "h100-sxm", "--engine", "tensorrt", "--dtype", "fp64"), "no 64-bit float type"),
+    (("recommend", MODEL, "--engine", "tensorrt", "--dtype", "int4"), "--dtype int8, fp16 or fp32"),
 ])
 def test_bad_combinations_give_one_line_and_exit_2(args, message):
     r = _run(*args)
@@ -89,3 +92,11 @@ def test_an_engine_built_for_a_larger_batch_runs_batch_1_no_faster_and_says_so()
     assert built_for_64["latency_ms"] > own["latency_ms"]
     assert any("opt shape" in a and "batch 64" in a for a in built_for_64["assumptions"])
     assert not any("opt shape" in a for a in own["assumptions"])
+
+
+@pytest.mark.parametrize("dtype", TENSORRT.unscored_dtypes)
+def test_an_engine_precision_no_published_engine_scored_says_so(dtype):
+    r = _run("analyze", MODEL, "-H", "h100-sxm", "--engine", "tensorrt", "--dtype", dtype, "--json")
+    assert r.exit_code == 0, r.output
+    assumptions = json.loads(r.stdout)["assumptions"]
+    assert any(a.startswith(f"{dtype} engine priced") for a in assumptions)

@@ -319,6 +319,8 @@ def _tensorrt_precision(perf: DevicePerf, dtype: str, hardware: Hardware) -> tup
     if dtype == "fp32":
         return ("fp32: " + (TENSORRT.tf32.does if "tf32" in perf.hardware.dense_tops
                             else f"plain FP32 on CUDA cores ({perf.hardware.id} has no TF32)"),)
+    if dtype in TENSORRT.unscored_dtypes:
+        return (f"{dtype} {TENSORRT.unscored.does}",)
     return ()
 
 
@@ -327,6 +329,9 @@ def _engine_workload(workload: Workload, hardware: Hardware) -> Workload:
     if hardware.vendor != "NVIDIA":
         raise UnsupportedEngineError(f"TensorRT runs on NVIDIA GPUs; {hardware.id} is {hardware.vendor}'s",
                                      hint="drop --engine tensorrt for this device")
+    if workload.dtype in TENSORRT.no_engine_dtypes:
+        raise InputError(f"--engine tensorrt with --dtype {workload.dtype}: {TENSORRT.no_engine.does}",
+                         hint="choose --dtype int8, fp16 or fp32 (docs/tensorrt.md)")
     return _without_tf32(workload, hardware)
 
 
