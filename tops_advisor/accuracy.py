@@ -243,7 +243,8 @@ BIAS_SHARE = 2 / 3      # ... and this share of the median |error| is a lean in 
 
 
 def _bias_clause(median_error: float | None, median_abs_error: float) -> str:
-    """'; predictions lean fast: median -34%' where most of a band's error is in one direction, else ''."""
+    """'; predictions lean fast (shorter than measured): median -34%' where most of a band's error is in one
+    direction, else ''."""
     if median_error is None or abs(median_error) < max(BIAS_MIN, BIAS_SHARE * median_abs_error):
         return ""
     lean = "fast (shorter than measured)" if median_error < 0 else "slow (longer than measured)"
