@@ -89,6 +89,16 @@ def test_show_table_cites_sources():
         assert text in result.output
 
 
+def test_show_table_has_every_cited_field():
+    from tops_advisor.catalog import load_catalog
+
+    result = run("show", "l40s")
+    assert result.exit_code == 0
+    hw = load_catalog().get("l40s")
+    for field in ("l2_cache_mb", "l2_bandwidth_gb_s", "boost_clock_mhz"):
+        assert getattr(hw, field) is not None and field in result.output
+
+
 def test_show_ambiguous():
     err = fail("show", "a100")
     assert "error: hardware name 'a100' is ambiguous: it matches a100-pcie-40gb, a100-pcie-80gb, a100-sxm4-80gb" in err

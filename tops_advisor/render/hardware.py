@@ -131,6 +131,7 @@ def _price(p: DevicePrice | None) -> str:
 _SHOW_FIELDS: tuple[tuple[str, str], ...] = (
     ("vendor", ""), ("architecture", ""), ("segment", ""), ("form_factor", ""), ("launch_date", ""),
     ("memory_gb", "GB"), ("memory_type", ""), ("memory_bandwidth_gb_s", "GB/s"), ("l2_cache_mb", "MB"),
+    ("l2_bandwidth_gb_s", "GB/s"),
     ("compute_units", ""), ("boost_clock_mhz", "MHz"), ("sustained_clock_mhz", "MHz"), ("burst_clock_mhz", "MHz"),
     ("sustained_tensor_clock_mhz", "MHz"), ("sustained_simt_clock_mhz", "MHz"), ("tdp_w", "W"),
     ("memory_clock_mhz", "MHz"),
