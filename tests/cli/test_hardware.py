@@ -91,7 +91,10 @@ def test_show_table_cites_sources():
 
 def test_show_table_has_every_cited_field():
     from tops_advisor.catalog import load_catalog
+    from tops_advisor.catalog.schema import _NUMERIC_FIELDS
+    from tops_advisor.render.hardware import _SHOW_FIELDS
 
+    assert set(_NUMERIC_FIELDS) <= {name for name, _ in _SHOW_FIELDS}   # every field a file may cite is a row
     result = run("show", "l40s")
     assert result.exit_code == 0
     hw = load_catalog().get("l40s")
